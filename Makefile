@@ -1,0 +1,39 @@
+# Quick start: `make demo` (bring up a broker and round-trip a million records) and
+# `make test`. Both install what is missing: the project virtualenv, and Apache
+# ZooKeeper (Debian's `zookeeper` package, plus a Java runtime) plus kcat when running as root.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
+export SPARK_LOCAL_IP := 127.0.0.1
+export RAY_USAGE_STATS_ENABLED := 0
+
+.PHONY: demo test unit setup deps venv system-deps bench clean
+
+demo: setup
+	$(PY) -m rafka.demo
+
+test: setup
+	$(PY) -m pytest tests -q -p no:cacheprovider
+
+unit: venv
+	$(PY) -m pytest tests/unit -q
+
+bench: setup
+	$(PY) bench/produce_consume.py
+
+setup: venv system-deps
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	@touch $@
+
+# ZooKeeper comes from Debian's package (its jars are run with java by rafka itself,
+# not as a system service); kcat is the command-line client the interop tests use.
+system-deps:
+	@bash tools/ensure_system_deps.sh

@@ -1,0 +1,58 @@
+"""Starting and joining Ray on loopback only.
+
+Ray picks the machine's non-loopback address unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
+is in the environment before `import ray`; this module sets it, so import it before ray.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+import ray  # noqa: E402  (must follow the environment above)
+
+from rafka.actors.naming import DEFAULT_NAMESPACE  # noqa: E402
+
+LOOPBACK = "127.0.0.1"
+log = logging.getLogger(__name__)
+
+
+def start_local_ray(namespace: str = DEFAULT_NAMESPACE, num_cpus: int | None = None) -> None:
+    """Start a private Ray on this machine, bound to 127.0.0.1 (never attaches to another Ray)."""
+    if ray.is_initialized():
+        return
+    ray.init(
+        address="local",
+        _node_ip_address=LOOPBACK,
+        namespace=namespace,
+        include_dashboard=False,
+        num_cpus=num_cpus,
+        logging_level=logging.WARNING,
+        log_to_driver=True,
+        configure_logging=False,
+    )
+    ip = ray.util.get_node_ip_address()
+    if ip != LOOPBACK:
+        ray.shutdown()
+        raise RuntimeError(f"Ray started on {ip}, not on loopback; is RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 set?")
+
+
+def join_ray(address: str, namespace: str = DEFAULT_NAMESPACE) -> None:
+    """Join an existing Ray cluster (a `ray up` cluster or Ray-on-Spark)."""
+    if not ray.is_initialized():
+        ray.init(address=address, namespace=namespace, logging_level=logging.WARNING, configure_logging=False)
+
+
+def pin_to_node(node_id: str | None) -> dict:
+    """Actor options that place it on `node_id` (hard affinity), or anywhere when None."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    if node_id is None:
+        return {}
+    return {"scheduling_strategy": NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)}
+
+
+def current_node_id() -> str:
+    return ray.get_runtime_context().get_node_id()

@@ -1,0 +1,156 @@
+"""The controller's decisions, as pure functions: partition leader election and the
+metadata snapshot it hands to front-ends. No ZooKeeper, no Ray: the coordinator actor reads
+state through `ZkStore`, calls these, and writes back what changed.
+
+Election follows Kafka 3.9's ZooKeeper-mode controller (`PartitionStateMachine` and
+`ReplicaStateMachine`):
+- a new partition's leader is its first live replica, its ISR all live replicas, epoch 0;
+- a partition whose leader is dead (or which has none) gets as leader the first replica, in
+  assignment order, that is live and in the ISR; the ISR drops the dead; leader_epoch + 1;
+- with no live ISR member it stays offline (leader -1, leader_epoch + 1, the dead removed
+  from the ISR except the last one, so that broker can lead again when it returns) unless
+  unclean election is enabled: then the first live replica leads with ISR [leader] and
+  `leader_recovery_state` RECOVERING (KIP-704);
+- a partition whose leader lives but a follower died loses that follower from the ISR, and
+  its leader_epoch goes up by one (`LeaderAndIsr.newLeaderAndIsr`, as the ZK controller's
+  `removeReplicasFromIsr` does).
+Every changed state carries the caller's controller_epoch and the `zk_version` it was read
+at, so the write can be conditional.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Collection, Mapping
+
+from rafka.common.types import TopicPartition
+from rafka.coordinator.zk_data import (LEADER_RECOVERY_RECOVERING, NO_LEADER, ZERO_UUID, BrokerRegistration,
+                                       PartitionState, TopicAssignment)
+
+
+def initial_partition_state(replicas: tuple[int, ...], live_brokers: Collection[int],
+                            controller_epoch: int) -> PartitionState | None:
+    """State of a new partition, or None when none of its replicas is live (Kafka leaves such
+    a partition in NewPartition and retries when a replica's broker starts)."""
+    live = [r for r in replicas if r in live_brokers]
+    if not live:
+        return None
+    return PartitionState(leader=live[0], leader_epoch=0, isr=tuple(live), controller_epoch=controller_epoch)
+
+
+def elect_partition(replicas: tuple[int, ...], state: PartitionState | None, live_brokers: Collection[int],
+                    controller_epoch: int, *, unclean_leader_election: bool = False) -> PartitionState | None:
+    """The new state of one partition given the live brokers, or None when nothing changes."""
+    if state is None:
+        return initial_partition_state(replicas, live_brokers, controller_epoch)
+    live_isr = tuple(r for r in state.isr if r in live_brokers)
+    if state.leader != NO_LEADER and state.leader in live_brokers:
+        if live_isr == state.isr:
+            return None
+        return _changed(state, state.leader, live_isr, controller_epoch)
+    leader = next((r for r in replicas if r in live_brokers and r in state.isr), None)
+    if leader is not None:
+        return _changed(state, leader, live_isr, controller_epoch)
+    if unclean_leader_election:
+        leader = next((r for r in replicas if r in live_brokers), None)
+        if leader is not None:
+            return replace(_changed(state, leader, (leader,), controller_epoch),
+                           leader_recovery_state=LEADER_RECOVERY_RECOVERING)
+    # Offline: keep the last ISR member so it can be elected cleanly when it comes back.
+    isr = live_isr or state.isr[-1:]
+    if state.leader == NO_LEADER and isr == state.isr:
+        return None
+    return _changed(state, NO_LEADER, isr, controller_epoch)
+
+
+def _changed(state: PartitionState, leader: int, isr: tuple[int, ...], controller_epoch: int) -> PartitionState:
+    return replace(state, leader=leader, isr=isr, leader_epoch=state.leader_epoch + 1,
+                   controller_epoch=controller_epoch)
+
+
+def elect_leaders(assignment: TopicAssignment, states: Mapping[int, PartitionState], live_brokers: Collection[int],
+                  controller_epoch: int, *, unclean_leader_election: bool = False) -> dict[int, PartitionState]:
+    """New states of a topic's partitions that must change: partitions without a state are
+    initialised, the others re-elected after broker changes. Unchanged partitions are left out;
+    `zk_version` -1 in a result means "create", otherwise "set if still at that version"."""
+    live = frozenset(live_brokers)
+    changes: dict[int, PartitionState] = {}
+    for partition, replicas in sorted(assignment.partitions.items()):
+        new = elect_partition(replicas, states.get(partition), live, controller_epoch,
+                              unclean_leader_election=unclean_leader_election)
+        if new is not None:
+            changes[partition] = new
+    return changes
+
+
+elect_partition_states = elect_leaders  # the name coordinator_actor.py uses
+
+
+# ---- metadata handed to front-ends --------------------------------------------------------
+@dataclass(frozen=True)
+class PartitionMetadata:
+    """One partition as a Metadata response shows it. `leader` is -1 when offline."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    offline_replicas: tuple[int, ...] = ()
+
+    @property
+    def tp(self) -> TopicPartition:
+        return TopicPartition(self.topic, self.partition)
+
+
+@dataclass(frozen=True)
+class TopicMetadata:
+    topic: str
+    topic_id: uuid.UUID
+    partitions: dict[int, PartitionMetadata] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MetadataSnapshot:
+    """What the controller pushes to front-ends (UpdateMetadata): live brokers with their
+    endpoints, and every topic's partitions. Plain frozen values, cheap to pickle."""
+
+    cluster_id: str
+    controller_id: int
+    controller_epoch: int
+    brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    topics: dict[str, TopicMetadata] = field(default_factory=dict)
+
+    def partition(self, tp: TopicPartition) -> PartitionMetadata | None:
+        topic = self.topics.get(tp.topic)
+        return topic.partitions.get(tp.partition) if topic else None
+
+    def leader_of(self, tp: TopicPartition) -> BrokerRegistration | None:
+        """The live broker leading `tp`, or None (unknown partition or no leader)."""
+        meta = self.partition(tp)
+        return self.brokers.get(meta.leader) if meta and meta.leader != NO_LEADER else None
+
+
+def build_metadata_snapshot(cluster_id: str, controller_id: int, controller_epoch: int,
+                            brokers: Mapping[int, BrokerRegistration],
+                            assignments: Mapping[str, TopicAssignment],
+                            states: Mapping[str, Mapping[int, PartitionState]]) -> MetadataSnapshot:
+    """Combine live brokers, assignments and partition states. A partition without a state
+    shows leader -1 and leader_epoch -1; replicas of dead brokers are `offline_replicas`."""
+    topics: dict[str, TopicMetadata] = {}
+    for name, assignment in sorted(assignments.items()):
+        topic_states = states.get(name, {})
+        partitions = {}
+        for p, replicas in sorted(assignment.partitions.items()):
+            st = topic_states.get(p)
+            partitions[p] = PartitionMetadata(
+                topic=name, partition=p,
+                leader=st.leader if st else NO_LEADER,
+                leader_epoch=st.leader_epoch if st else -1,
+                replicas=tuple(replicas),
+                isr=tuple(st.isr) if st else (),
+                offline_replicas=tuple(r for r in replicas if r not in brokers),
+            )
+        topics[name] = TopicMetadata(name, assignment.topic_id or ZERO_UUID, partitions)
+    return MetadataSnapshot(cluster_id, controller_id, controller_epoch, dict(sorted(brokers.items())), topics)

@@ -1,0 +1,384 @@
+"""`BrokerCoordinator`: one per broker; the only owner of its broker's lifecycle.
+
+It registers the broker in ZooKeeper (`/brokers/ids/<id>`, ephemeral: the ZooKeeper
+session is the broker's liveness), starts the broker's front end, and competes for
+`/controller`. The winner is the controller: it watches brokers and topics, elects
+partition leaders, writes partition state with conditional updates, and sends every live
+broker's coordinator the new metadata (Kafka's LeaderAndIsr + UpdateMetadata in one
+message). Each coordinator then reconciles its own replicas toward that target: it starts
+missing `PartitionReplica` actors, tells them their role, stops the ones no longer
+assigned, and hands the front end the metadata and its local leaders.
+
+Async actor. ZooKeeper calls block, so they run in a thread (`asyncio.to_thread`); kazoo
+watch callbacks only set an event, and one reconcile task does the work, so reconciles
+never overlap. State-changing calls are idempotent: a restarted controller sends them again.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from rafka.actors.naming import coordinator_name, frontend_name, replica_name
+from rafka.actors.ray_env import pin_to_node
+from rafka.common.config import BrokerConfig, LogConfig
+from rafka.common.errors import ErrorCode, KafkaError, StartupError
+from rafka.common.logging_util import Prefixed
+from rafka.common.types import Endpoint, TopicPartition, topic_name_problem
+from rafka.coordinator import assignment as assign
+from rafka.coordinator.controller_logic import elect_partition_states
+from rafka.coordinator.messages import TopicResult, TopicSpec
+from rafka.coordinator.zk_data import BrokerRegistration, TopicAssignment
+from rafka.coordinator.zk_store import ZkStore
+from rafka.net.frontend_actor import Frontend
+from rafka.net.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
+from rafka.partition_worker.log_dirs import check_meta_properties, choose_log_dir, find_partition_dir
+from rafka.partition_worker.replica_actor import PartitionReplica
+from rafka.partition_worker.replica_state import LeaderAndIsr
+
+log = logging.getLogger(__name__)
+state_change = logging.getLogger("rafka.state_change")
+
+ReplicaActor = ray.remote(PartitionReplica)
+FrontendActor = ray.remote(Frontend)
+
+
+class BrokerCoordinator:
+    def __init__(self, config: BrokerConfig, namespace: str, node_id: str | None = None,
+                 stale_registration_wait_s: float = 0.0) -> None:
+        self._config = config
+        self._id = config.broker_id
+        self._namespace = namespace
+        self._node_id = node_id
+        self._stale_wait_s = stale_registration_wait_s
+        self._log = Prefixed(log, f"[BrokerCoordinator broker={self._id}]")
+        self._zk: ZkStore | None = None
+        self._cluster_id = ""
+        self._frontend: Any = None
+        self._endpoint: Endpoint | None = None
+        self._replicas: dict[TopicPartition, Any] = {}
+        self._roles: dict[TopicPartition, LeaderAndIsr] = {}
+        self._metadata = ClusterMetadata()
+        self._metadata_changed = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._controller_epoch: int | None = None   # set while this broker is the controller
+        self._known_controller_epoch = -1
+        self._task: asyncio.Task | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping = False
+
+    # -- lifecycle -------------------------------------------------------------------
+    async def start(self) -> dict:
+        """Connect to ZooKeeper, check log dirs, start the front end, register the broker."""
+        self._loop = asyncio.get_running_loop()
+        self._zk = ZkStore(self._config.zookeeper_connect, self._config.zookeeper_session_timeout_ms)
+        await asyncio.to_thread(self._zk.start)
+        self._cluster_id = await asyncio.to_thread(self._zk.ensure_cluster_id)
+        for d in self._config.log_dirs:
+            check_meta_properties(d, self._id, self._cluster_id)
+        listener = Endpoint.parse(self._config.listeners[0])
+        advertised = Endpoint.parse(self._config.advertised_listeners[0]) if self._config.advertised_listeners \
+            else listener
+        self._frontend = FrontendActor.options(
+            name=frontend_name(self._id), namespace=self._namespace, num_cpus=0, max_concurrency=10000,
+            **pin_to_node(self._node_id)).remote(
+                self._id, listener.host, listener.port, ray.get_runtime_context().current_actor,
+                auto_create_topics=self._config.auto_create_topics_enable)
+        port = await self._frontend.start.remote()
+        if advertised.port == 0 or advertised == listener:
+            advertised = Endpoint(advertised.listener, advertised.host, port, advertised.security_protocol)
+        self._endpoint = advertised
+        registration = BrokerRegistration(self._id, (advertised,), self._config.rack_id)
+        await asyncio.to_thread(self._zk.register_broker, registration, self._stale_wait_s)
+        self._log.info("registered at /brokers/ids/%d with endpoint %s (cluster %s)",
+                       self._id, advertised, self._cluster_id)
+        self._zk.watch_controller(self._kick_threadsafe)
+        self._zk.watch_brokers(self._kick_threadsafe)
+        self._zk.watch_topics(self._kick_threadsafe)
+        self._zk.watch_delete_topics(self._kick_threadsafe)
+        self._task = asyncio.create_task(self._run())
+        self._wake.set()
+        return {"broker_id": self._id, "host": advertised.host, "port": port, "cluster_id": self._cluster_id,
+                "pid": os.getpid()}
+
+    async def shutdown(self) -> None:
+        """Clean stop: close replicas (flush, clean-shutdown marker), front end, ZooKeeper session."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+        if self._frontend is not None:
+            try:
+                await self._frontend.stop.remote()
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        await asyncio.gather(*[r.close.remote() for r in self._replicas.values()], return_exceptions=True)
+        for r in self._replicas.values():
+            ray.kill(r)
+        self._replicas.clear()
+        if self._frontend is not None:
+            ray.kill(self._frontend)
+        if self._zk is not None:
+            await asyncio.to_thread(self._zk.stop)
+
+    def status(self) -> dict:
+        return {"broker_id": self._id, "controller": self._controller_epoch is not None,
+                "controller_epoch": self._known_controller_epoch, "cluster_id": self._cluster_id,
+                "endpoint": str(self._endpoint), "replicas": sorted(str(tp) for tp in self._replicas),
+                "pid": os.getpid()}
+
+    def pids(self) -> dict[str, int]:
+        """Process ids of this broker's actors (coordinator, front end, replicas)."""
+        out = {"coordinator": os.getpid()}
+        return out
+
+    async def replica_pids(self) -> dict[str, int]:
+        pids = {coordinator_name(self._id): os.getpid(),
+                frontend_name(self._id): await self._frontend.pid.remote()}
+        for tp, actor in self._replicas.items():
+            pids[replica_name(self._id, tp)] = await actor.ready.remote()
+        return pids
+
+    def _kick_threadsafe(self, *_: Any) -> None:
+        if self._loop is not None and not self._stopping:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self._reconcile_controller()
+            except Exception:  # keep the broker alive; the next event retries
+                self._log.exception("controller reconcile failed")
+                await asyncio.sleep(0.5)
+                self._wake.set()
+
+    # -- controller ------------------------------------------------------------------
+    async def _reconcile_controller(self) -> None:
+        zk = self._zk
+        assert zk is not None
+        current = await asyncio.to_thread(zk.controller_id)
+        if current is None:
+            epoch = await asyncio.to_thread(zk.try_become_controller, self._id)
+            if epoch is not None:
+                self._controller_epoch = epoch
+                state_change.info("[Controller id=%d epoch=%d] became the controller", self._id, epoch)
+        elif current != self._id and self._controller_epoch is not None:
+            state_change.info("[Controller id=%d] resigned: broker %d is the controller", self._id, current)
+            self._controller_epoch = None
+        if self._controller_epoch is not None:
+            await self._controller_tick()
+
+    async def _controller_tick(self) -> None:
+        """Read the cluster from ZooKeeper, elect leaders, write state, tell every broker."""
+        zk = self._zk
+        epoch = self._controller_epoch
+        assert zk is not None and epoch is not None
+        brokers = await asyncio.to_thread(zk.live_brokers)
+        for topic in await asyncio.to_thread(zk.pending_topic_deletions):
+            await asyncio.to_thread(zk.remove_topic_paths, topic)
+            state_change.info("[Controller id=%d epoch=%d] deleted topic %s", self._id, epoch, topic)
+        topics = await asyncio.to_thread(zk.topics)
+        infos: dict[str, TopicInfo] = {}
+        for name, topic in topics.items():
+            states = await asyncio.to_thread(zk.partition_states, name)
+            decided = elect_partition_states(topic, states, set(brokers), epoch)
+            partitions = {}
+            for p, replicas in topic.partitions.items():
+                state = decided.get(p, states.get(p))
+                if p in decided:
+                    old = states.get(p)
+                    state = await asyncio.to_thread(zk.write_partition_state, name, p, decided[p],
+                                                    None if old is None else old.zk_version)
+                    state_change.info("[Controller id=%d epoch=%d] %s-%d leader=%d leader_epoch=%d isr=%s",
+                                      self._id, epoch, name, p, state.leader, state.leader_epoch, list(state.isr))
+                offline = tuple(b for b in replicas if b not in brokers)
+                if state is None:  # no live replica has ever led it
+                    partitions[p] = PartitionInfo(p, -1, -1, tuple(replicas), (), offline)
+                else:
+                    partitions[p] = PartitionInfo(p, state.leader, state.leader_epoch, tuple(replicas),
+                                                  tuple(state.isr), offline)
+            infos[name] = TopicInfo(name, topic.topic_id, partitions, internal=name.startswith("__"))
+        metadata = ClusterMetadata(
+            cluster_id=self._cluster_id, controller_id=self._id, controller_epoch=epoch,
+            brokers={b: BrokerInfo(b, r.endpoints[0].host, r.endpoints[0].port, r.rack) for b, r in brokers.items()},
+            topics=infos)
+        calls = []
+        for b in brokers:
+            try:
+                target = ray.get_actor(coordinator_name(b), namespace=self._namespace)
+            except ValueError:
+                continue
+            calls.append(target.apply_metadata.remote(metadata))
+        await asyncio.gather(*calls, return_exceptions=True)
+
+    # -- every broker ----------------------------------------------------------------
+    async def apply_metadata(self, metadata: ClusterMetadata) -> ErrorCode:
+        """LeaderAndIsr + UpdateMetadata: move this broker's replicas toward the metadata."""
+        if metadata.controller_epoch < self._known_controller_epoch:
+            self._log.warning("ignoring metadata from stale controller epoch %d < %d",
+                              metadata.controller_epoch, self._known_controller_epoch)
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        self._known_controller_epoch = metadata.controller_epoch
+        wanted: dict[TopicPartition, LeaderAndIsr] = {}
+        for topic in metadata.topics.values():
+            for p in topic.partitions.values():
+                if self._id in p.replicas:
+                    wanted[TopicPartition(topic.name, p.partition)] = LeaderAndIsr(
+                        p.leader, p.leader_epoch, p.isr, p.replicas, metadata.controller_epoch)
+        await self._start_replicas([tp for tp in wanted if tp not in self._replicas])
+        await self._stop_deleted([tp for tp in self._replicas if tp not in wanted])
+        changed = [tp for tp, order in wanted.items() if self._roles.get(tp) != order]
+        results = await asyncio.gather(*[self._replicas[tp].become.remote(wanted[tp]) for tp in changed])
+        for tp, code in zip(changed, results):
+            if code == ErrorCode.NONE:
+                self._roles[tp] = wanted[tp]
+        leaders = {tp: self._replicas[tp] for tp, order in wanted.items() if order.leader == self._id}
+        await self._frontend.update_metadata.remote(metadata, leaders)
+        self._metadata = metadata
+        self._metadata_changed.set()
+        self._metadata_changed = asyncio.Event()
+        return ErrorCode.NONE
+
+    async def _start_replicas(self, tps: list[TopicPartition]) -> None:
+        """Start the replica actors in parallel and wait until their logs are open."""
+        if not tps:
+            return
+        log_config = self._config.log_config()
+        topic_configs: dict[str, LogConfig] = {}
+        started = {}
+        for tp in tps:
+            if tp.topic not in topic_configs:
+                overrides = await asyncio.to_thread(self._zk.topic_config, tp.topic)
+                topic_configs[tp.topic] = log_config.with_overrides(overrides)
+            name = replica_name(self._id, tp)
+            try:  # a replica that outlived a coordinator restart is reused
+                actor = ray.get_actor(name, namespace=self._namespace)
+            except ValueError:
+                log_dir = choose_log_dir(self._config.log_dirs, tp)
+                actor = ReplicaActor.options(
+                    name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
+                    **pin_to_node(self._node_id)).remote(self._id, tp, log_dir, topic_configs[tp.topic])
+            started[tp] = actor
+        await asyncio.gather(*[a.ready.remote() for a in started.values()])
+        self._replicas.update(started)
+        self._log.info("started %d partition replicas", len(started))
+
+    async def _stop_deleted(self, tps: list[TopicPartition]) -> None:
+        """Stop replicas of deleted topics and remove their directories."""
+        for tp in tps:
+            actor = self._replicas.pop(tp)
+            self._roles.pop(tp, None)
+            try:
+                await actor.close.remote()
+            except Exception:  # noqa: BLE001
+                pass
+            ray.kill(actor)
+            d = find_partition_dir(self._config.log_dirs, tp)
+            if d is not None:
+                shutil.rmtree(Path(d) / str(tp), ignore_errors=True)
+            self._log.info("removed replica %s of a deleted topic", tp)
+
+    # -- topic admin (any broker; the controller acts on what lands in ZooKeeper) ---------
+    async def create_topics(self, specs: list[TopicSpec], validate_only: bool, timeout_ms: int) -> list[TopicResult]:
+        zk = self._zk
+        assert zk is not None
+        brokers = sorted(await asyncio.to_thread(zk.live_brokers))
+        existing = await asyncio.to_thread(zk.topic_names)
+        results: list[TopicResult] = []
+        created: list[str] = []
+        for spec in specs:
+            try:
+                result = self._plan_topic(spec, brokers, existing)
+                if not validate_only:
+                    await asyncio.to_thread(
+                        zk.create_topic, TopicAssignment(spec.name, result.topic_id, dict(result_assignment(
+                            spec, brokers, result))), dict(spec.configs))
+                    created.append(spec.name)
+                    state_change.info("[BrokerCoordinator broker=%d] created topic %s with %d partitions, "
+                                      "replication factor %d", self._id, spec.name, result.num_partitions,
+                                      result.replication_factor)
+                results.append(result)
+            except KafkaError as e:
+                results.append(TopicResult(spec.name, e.code, str(e)))
+        if created and timeout_ms > 0:
+            await self._await_metadata(lambda m: all(_has_leaders(m, t) for t in created), timeout_ms)
+        elif created:
+            await self._await_metadata(lambda m: all(_has_leaders(m, t) for t in created), 5000)
+        return results
+
+    def _plan_topic(self, spec: TopicSpec, brokers: list[int], existing: set[str]) -> TopicResult:
+        from rafka.common.errors import (InvalidPartitionsError, InvalidReplicationFactorError,
+                                         InvalidTopicError, TopicAlreadyExistsError)
+        problem = topic_name_problem(spec.name)
+        if problem:
+            raise InvalidTopicError(problem)
+        if spec.name in existing:
+            raise TopicAlreadyExistsError(f"Topic '{spec.name}' already exists.")
+        self._config.log_config().with_overrides(spec.configs)  # refuses unknown or bad configs
+        if spec.assignments:
+            partitions = len(spec.assignments)
+            rf = len(next(iter(spec.assignments.values())))
+        else:
+            partitions = spec.num_partitions if spec.num_partitions != -1 else self._config.num_partitions
+            rf = spec.replication_factor if spec.replication_factor != -1 else self._config.default_replication_factor
+            if partitions < 1:
+                raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+            if rf < 1:
+                raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+            if rf > len(brokers):
+                raise InvalidReplicationFactorError(
+                    f"Replication factor: {rf} larger than available brokers: {len(brokers)}.")
+        return TopicResult(spec.name, ErrorCode.NONE, None, uuid.uuid4(), partitions, rf, dict(spec.configs))
+
+    async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]:
+        zk = self._zk
+        assert zk is not None
+        topics = await asyncio.to_thread(zk.topics)
+        results, deleting = [], []
+        for name in names:
+            topic = topics.get(name)
+            if topic is None:
+                results.append(TopicResult(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                           "This server does not host this topic-partition."))
+                continue
+            await asyncio.to_thread(zk.delete_topic, name)
+            deleting.append(name)
+            results.append(TopicResult(name, ErrorCode.NONE, None, topic.topic_id))
+        if deleting:
+            ok = await self._await_metadata(lambda m: not any(n in m.topics for n in deleting),
+                                            timeout_ms or 30000)
+            if not ok:
+                results = [TopicResult(r.name, ErrorCode.REQUEST_TIMED_OUT, "Deletion is still in progress.",
+                                       r.topic_id) if r.name in deleting else r for r in results]
+        return results
+
+    async def _await_metadata(self, condition, timeout_ms: int) -> bool:
+        deadline = time.monotonic() + timeout_ms / 1000
+        while not condition(self._metadata):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            try:
+                await asyncio.wait_for(self._metadata_changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                return condition(self._metadata)
+        return True
+
+
+def _has_leaders(metadata: ClusterMetadata, topic: str) -> bool:
+    info = metadata.topics.get(topic)
+    return info is not None and all(p.leader >= 0 for p in info.partitions.values())
+
+
+def result_assignment(spec: TopicSpec, brokers: list[int], result: TopicResult) -> dict[int, tuple[int, ...]]:
+    if spec.assignments:
+        return {p: tuple(r) for p, r in spec.assignments.items()}
+    return assign.assign_replicas(brokers, result.num_partitions, result.replication_factor)

@@ -1,0 +1,69 @@
+"""`Frontend`: the Ray actor that accepts Kafka clients for one broker.
+
+It owns a `KafkaServer` (sockets) and a `RequestDispatcher` (API logic). The broker's
+coordinator pushes cluster metadata to it (`update_metadata`) and tells it which local
+replica actors lead which partitions; create/delete topic requests go to that
+coordinator. Async actor: everything runs on one event loop.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from rafka.common.logging_util import Prefixed
+from rafka.common.types import TopicPartition
+from rafka.coordinator.messages import TopicResult, TopicSpec
+from rafka.net.data_plane import ReplicaChannel
+from rafka.net.handlers import RequestDispatcher
+from rafka.net.metadata import ClusterMetadata
+from rafka.net.server import DEFAULT_MAX_REQUEST_BYTES, KafkaServer
+
+log = logging.getLogger(__name__)
+
+
+class Frontend:
+    def __init__(self, broker_id: int, host: str, port: int, coordinator: Any, *,
+                 auto_create_topics: bool = True,
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+        self.broker_id = broker_id
+        self.metadata = ClusterMetadata()
+        self.auto_create_topics = auto_create_topics
+        self._coordinator = coordinator
+        self._channels: dict[TopicPartition, ReplicaChannel] = {}
+        self._log = Prefixed(log, f"[Frontend broker={broker_id}]")
+        self._dispatcher = RequestDispatcher(self)
+        self._server = KafkaServer(self._dispatcher, host=host, port=port, broker_id=broker_id,
+                                   max_request_bytes=max_request_bytes)
+
+    async def start(self) -> int:
+        """Bind the listener; returns the bound port (useful when asked for port 0)."""
+        port = await self._server.start()
+        self._log.info("serving Kafka clients on port %d", port)
+        return port
+
+    async def stop(self) -> None:
+        await self._server.stop()
+
+    def pid(self) -> int:
+        return os.getpid()
+
+    # -- pushed by the broker's coordinator -----------------------------------------
+    def update_metadata(self, metadata: ClusterMetadata, leaders: dict[TopicPartition, Any]) -> None:
+        """Swap in a new metadata snapshot and the local leader replicas (actor handles)."""
+        channels = {}
+        for tp, actor in leaders.items():
+            existing = self._channels.get(tp)
+            channels[tp] = existing if existing is not None and existing.actor._actor_id == actor._actor_id else ReplicaChannel(actor)
+        self._channels = channels
+        self.metadata = metadata
+
+    # -- BrokerServices --------------------------------------------------------------
+    def channel(self, tp: TopicPartition) -> ReplicaChannel | None:
+        return self._channels.get(tp)
+
+    async def create_topics(self, specs: list[TopicSpec], validate_only: bool, timeout_ms: int) -> list[TopicResult]:
+        return await self._coordinator.create_topics.remote(specs, validate_only, timeout_ms)
+
+    async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]:
+        return await self._coordinator.delete_topics.remote(names, timeout_ms)

@@ -1,0 +1,338 @@
+"""Kafka API handlers of a front end: decode a request, do the work, encode the answer.
+
+Handlers see the broker through `BrokerServices` (metadata, local leader replicas, the
+broker's coordinator), so they hold no Ray code and the mapping from exceptions to Kafka
+error codes happens here, in one place. A front end serves only partitions led on its own
+broker and answers NOT_LEADER_OR_FOLLOWER for the rest; it never forwards.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import Any, Awaitable, Callable, Protocol
+
+from rafka.common.errors import ErrorCode, KafkaError, UnsupportedVersionError
+from rafka.common.types import INTERNAL_TOPICS, TopicPartition, topic_name_problem
+from rafka.coordinator.messages import TopicResult, TopicSpec
+from rafka.net.metadata import ClusterMetadata
+from rafka.net.protocol import codec
+from rafka.net.protocol.apis import APIS
+from rafka.net.server import CloseConnection
+from rafka.partition_worker.messages import FetchResult
+
+log = logging.getLogger(__name__)
+
+API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS = 18, 3, 0, 1, 2
+CREATE_TOPICS, DELETE_TOPICS = 19, 20
+UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
+NULL_UUID = uuid.UUID(int=0)
+
+
+class BrokerServices(Protocol):
+    broker_id: int
+    metadata: ClusterMetadata
+    auto_create_topics: bool
+
+    def channel(self, tp: TopicPartition) -> Any | None:
+        """The `ReplicaChannel` of the local leader of `tp`, or None."""
+
+    async def create_topics(self, specs: list[TopicSpec], validate_only: bool,
+                            timeout_ms: int) -> list[TopicResult]: ...
+
+    async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]: ...
+
+
+class FileRecords:
+    """A fetch response's records as file regions: the server sends them with sendfile."""
+
+    __slots__ = ("regions", "_length")
+
+    def __init__(self, regions: tuple) -> None:
+        self.regions = regions
+        self._length = sum(r.length for r in regions)
+
+    def __len__(self) -> int:
+        return self._length
+
+
+def _advertised_ranges() -> dict[int, tuple[int, int]]:
+    """The versions each implemented API serves, from the protocol tables.
+
+    Produce v0–v2 are advertised but refused when used, as Kafka does: librdkafka before
+    2.11 stops compressing when Produce v0 is missing from the list (KAFKA-18659).
+    """
+    ranges = {key: APIS[key].versions for key in IMPLEMENTED}
+    ranges[PRODUCE] = (0, ranges[PRODUCE][1])
+    return ranges
+
+
+IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS)
+
+
+class RequestDispatcher:
+    """Turns one request frame into response parts (see `net.server.RequestHandler`)."""
+
+    def __init__(self, services: BrokerServices) -> None:
+        self._services = services
+        self._ranges = _advertised_ranges()
+        self._handlers: dict[int, Callable[[int, dict], Awaitable[dict | None]]] = {
+            API_VERSIONS: self._api_versions,
+            METADATA: self._metadata,
+            PRODUCE: self._produce,
+            FETCH: self._fetch,
+            LIST_OFFSETS: self._list_offsets,
+            CREATE_TOPICS: self._create_topics,
+            DELETE_TOPICS: self._delete_topics,
+        }
+
+    @property
+    def advertised(self) -> dict[int, tuple[int, int]]:
+        return dict(self._ranges)
+
+    async def handle(self, frame: memoryview, peer: str) -> list | None:
+        header, _ = codec.decode_request_header(frame)
+        key, version = header.api_key, header.api_version
+        if key not in self._handlers:
+            raise CloseConnection(f"unknown or unsupported API key {key}")
+        low, high = self._ranges[key]
+        if key == API_VERSIONS and not low <= version <= high:
+            # Answer in v0 with our ranges so the client downgrades (KIP-511).
+            body = {"error_code": ErrorCode.UNSUPPORTED_VERSION, "api_keys": self._api_key_list()}
+            return codec.encode_response(API_VERSIONS, 0, header.correlation_id, body)
+        if not low <= version <= high or (key == PRODUCE and version < 3):
+            raise CloseConnection(f"{APIS[key].name} v{version} is not supported (serving v{low}-{high})")
+        try:
+            header, body = codec.decode_request(frame)
+        except UnsupportedVersionError as e:
+            raise CloseConnection(str(e)) from e
+        response = await self._handlers[key](version, body)
+        if response is None:
+            return None
+        return codec.encode_response(key, version, header.correlation_id, response)
+
+    # -- ApiVersions -----------------------------------------------------------
+    def _api_key_list(self) -> list[dict]:
+        return [{"api_key": k, "min_version": lo, "max_version": hi} for k, (lo, hi) in sorted(self._ranges.items())]
+
+    async def _api_versions(self, version: int, body: dict) -> dict:
+        return {"error_code": 0, "api_keys": self._api_key_list(), "throttle_time_ms": 0}
+
+    # -- Metadata --------------------------------------------------------------
+    async def _metadata(self, version: int, body: dict) -> dict:
+        services = self._services
+        requested = body.get("topics")
+        if version == 0 and requested == []:
+            requested = None  # v0: an empty list means every topic
+        auto_create = body.get("allow_auto_topic_creation", True) and services.auto_create_topics
+        meta = services.metadata
+        names: list[str]
+        if requested is None:
+            names = sorted(meta.topics)
+        else:
+            names = []
+            for t in requested:
+                name = t.get("name")
+                if name is None and t.get("topic_id") not in (None, NULL_UUID):
+                    info = meta.topic_by_id(t["topic_id"])
+                    name = info.name if info else None
+                if name is not None:
+                    names.append(name)
+            missing = [n for n in names if n not in meta.topics and topic_name_problem(n) is None]
+            if missing and auto_create:
+                await services.create_topics([TopicSpec(n) for n in missing], False, 0)
+                meta = services.metadata
+        topics = []
+        for name in names:
+            problem = topic_name_problem(name)
+            info = meta.topics.get(name)
+            if problem is not None:
+                topics.append(self._topic_error(name, ErrorCode.INVALID_TOPIC_EXCEPTION))
+            elif info is None:
+                code = ErrorCode.LEADER_NOT_AVAILABLE if auto_create else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                topics.append(self._topic_error(name, code))
+            else:
+                partitions = []
+                for p in sorted(info.partitions.values(), key=lambda p: p.partition):
+                    code = ErrorCode.NONE if p.leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE
+                    partitions.append({
+                        "error_code": code, "partition_index": p.partition, "leader_id": p.leader,
+                        "leader_epoch": p.leader_epoch, "replica_nodes": list(p.replicas),
+                        "isr_nodes": list(p.isr), "offline_replicas": list(p.offline_replicas)})
+                topics.append({"error_code": 0, "name": name, "topic_id": info.topic_id,
+                               "is_internal": info.internal or name in INTERNAL_TOPICS,
+                               "partitions": partitions,
+                               "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS})
+        brokers = [{"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+                   for b in sorted(meta.brokers.values(), key=lambda b: b.broker_id)]
+        return {"throttle_time_ms": 0, "brokers": brokers, "cluster_id": meta.cluster_id or None,
+                "controller_id": meta.controller_id, "topics": topics,
+                "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS}
+
+    @staticmethod
+    def _topic_error(name: str, code: ErrorCode) -> dict:
+        return {"error_code": code, "name": name, "topic_id": NULL_UUID, "is_internal": False,
+                "partitions": [], "topic_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS}
+
+    # -- Produce ---------------------------------------------------------------
+    def _leader_channel(self, topic: str, partition: int) -> tuple[ErrorCode, Any]:
+        meta = self._services.metadata
+        info = meta.topics.get(topic)
+        if info is None or partition not in info.partitions:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
+        if info.partitions[partition].leader != self._services.broker_id:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+        channel = self._services.channel(TopicPartition(topic, partition))
+        if channel is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
+        return ErrorCode.NONE, channel
+
+    async def _produce(self, version: int, body: dict) -> dict | None:
+        acks = body["acks"]
+        if body.get("transactional_id") is not None:
+            code: ErrorCode | None = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        elif acks not in (-1, 0, 1):
+            code = ErrorCode.INVALID_REQUIRED_ACKS
+        else:
+            code = None
+        jobs: list[tuple[str, int, Awaitable | ErrorCode]] = []
+        for topic_data in body["topic_data"]:
+            topic = topic_data["name"]
+            for pdata in topic_data["partition_data"]:
+                index = pdata["index"]
+                if code is not None:
+                    jobs.append((topic, index, code))
+                    continue
+                err, channel = self._leader_channel(topic, index)
+                records = pdata["records"]
+                if err is ErrorCode.NONE and not records:
+                    err = ErrorCode.CORRUPT_MESSAGE
+                if err is not ErrorCode.NONE:
+                    jobs.append((topic, index, err))
+                else:
+                    jobs.append((topic, index, channel.append(records, acks)))
+        awaited = [j for _, _, j in jobs if not isinstance(j, ErrorCode)]
+        done = iter(await asyncio.gather(*awaited))
+        if acks == 0:
+            return None
+        by_topic: dict[str, list[dict]] = {}
+        for topic, index, job in jobs:
+            if isinstance(job, ErrorCode):
+                entry = {"index": index, "error_code": job, "base_offset": -1}
+            else:
+                result = next(done)
+                entry = {"index": index, "error_code": result.error, "base_offset": result.base_offset,
+                         "log_append_time_ms": result.log_append_time_ms,
+                         "log_start_offset": result.log_start_offset, "error_message": result.error_message}
+            by_topic.setdefault(topic, []).append(entry)
+        return {"responses": [{"name": t, "partition_responses": ps} for t, ps in by_topic.items()],
+                "throttle_time_ms": 0}
+
+    # -- Fetch -----------------------------------------------------------------
+    async def _fetch(self, version: int, body: dict) -> dict:
+        max_wait_ms = max(0, body["max_wait_ms"])
+        min_bytes = body["min_bytes"]
+        max_bytes = body.get("max_bytes", 0x7FFFFFFF)
+        wanted: list[tuple[str, dict, ErrorCode, Any]] = []
+        for topic in body["topics"]:
+            name = topic["topic"]
+            for p in topic["partitions"]:
+                err, channel = self._leader_channel(name, p["partition"])
+                wanted.append((name, p, err, channel))
+        results = await self._read_all(wanted, 0)
+        if max_wait_ms > 0 and sum(r.size for r in results if r) < max(min_bytes, 1) and any(
+                channel is not None for *_, channel in wanted):
+            waits = [asyncio.ensure_future(channel.read(p["fetch_offset"], p["partition_max_bytes"], max_wait_ms))
+                     for _, p, err, channel in wanted if channel is not None]
+            await asyncio.wait(waits, timeout=max_wait_ms / 1000, return_when=asyncio.FIRST_COMPLETED)
+            results = await self._read_all(wanted, 0)
+        responses: dict[str, list[dict]] = {}
+        budget = max_bytes
+        for (name, p, err, _), result in zip(wanted, results):
+            entry = {"partition_index": p["partition"], "error_code": err, "high_watermark": -1,
+                     "last_stable_offset": -1, "log_start_offset": -1, "aborted_transactions": None,
+                     "preferred_read_replica": -1, "records": None}
+            if result is not None:
+                regions = result.regions
+                if regions and budget < result.size and budget < max_bytes:
+                    regions = ()  # response is full; the first partition always gets its data
+                budget -= sum(r.length for r in regions)
+                entry.update(error_code=result.error, high_watermark=result.high_watermark,
+                             last_stable_offset=result.last_stable_offset,
+                             log_start_offset=result.log_start_offset,
+                             aborted_transactions=[] if version >= 4 else None,
+                             records=FileRecords(regions) if regions else b"")
+            responses.setdefault(name, []).append(entry)
+        return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
+                "responses": [{"topic": t, "partitions": ps} for t, ps in responses.items()]}
+
+    @staticmethod
+    async def _read_all(wanted: list, max_wait_ms: int) -> list[FetchResult | None]:
+        calls = [channel.read(p["fetch_offset"], p["partition_max_bytes"], max_wait_ms)
+                 if channel is not None else None for _, p, _, channel in wanted]
+        results = await asyncio.gather(*[c for c in calls if c is not None])
+        it = iter(results)
+        return [next(it) if c is not None else None for c in calls]
+
+    # -- ListOffsets -----------------------------------------------------------
+    async def _list_offsets(self, version: int, body: dict) -> dict:
+        topics_out = []
+        for topic in body["topics"]:
+            name = topic["name"]
+            calls, entries = [], []
+            for p in topic["partitions"]:
+                err, channel = self._leader_channel(name, p["partition_index"])
+                entry = {"partition_index": p["partition_index"], "error_code": err,
+                         "timestamp": -1, "offset": -1, "leader_epoch": -1, "old_style_offsets": []}
+                entries.append(entry)
+                if channel is not None:
+                    calls.append((entry, channel.list_offset(p["timestamp"])))
+            for entry, result in zip([e for e, _ in calls], await asyncio.gather(*[c for _, c in calls])):
+                entry.update(error_code=result.error, timestamp=result.timestamp, offset=result.offset,
+                             leader_epoch=result.leader_epoch)
+            topics_out.append({"name": name, "partitions": entries})
+        return {"throttle_time_ms": 0, "topics": topics_out}
+
+    # -- CreateTopics / DeleteTopics ---------------------------------------------
+    async def _create_topics(self, version: int, body: dict) -> dict:
+        specs, seen, duplicates = [], set(), set()
+        for t in body["topics"]:
+            if t["name"] in seen:
+                duplicates.add(t["name"])
+            seen.add(t["name"])
+            specs.append(TopicSpec(
+                name=t["name"], num_partitions=t["num_partitions"], replication_factor=t["replication_factor"],
+                assignments={a["partition_index"]: tuple(a["broker_ids"]) for a in t.get("assignments") or []},
+                configs={c["name"]: c["value"] for c in t.get("configs") or []}))
+        unique = [s for s in specs if s.name not in duplicates]
+        results = await self._services.create_topics(unique, body.get("validate_only", False), body["timeout_ms"])
+        out = [{"name": r.name, "topic_id": r.topic_id, "error_code": r.error, "error_message": r.message,
+                "num_partitions": r.num_partitions, "replication_factor": r.replication_factor,
+                "configs": [{"name": k, "value": v, "read_only": False, "config_source": 5, "is_sensitive": False}
+                            for k, v in r.configs.items()] if r.error == ErrorCode.NONE else None}
+               for r in results]
+        out += [{"name": n, "topic_id": NULL_UUID, "error_code": ErrorCode.INVALID_REQUEST,
+                 "error_message": f"Create topics request from client contains multiple entries for topic {n}",
+                 "num_partitions": -1, "replication_factor": -1, "configs": None} for n in sorted(duplicates)]
+        return {"throttle_time_ms": 0, "topics": out}
+
+    async def _delete_topics(self, version: int, body: dict) -> dict:
+        meta = self._services.metadata
+        names: list[str] = list(body.get("topic_names") or [])
+        unknown_ids = []
+        for t in body.get("topics") or []:
+            if t.get("name") is not None:
+                names.append(t["name"])
+            else:
+                info = meta.topic_by_id(t["topic_id"])
+                if info is None:
+                    unknown_ids.append(t["topic_id"])
+                else:
+                    names.append(info.name)
+        results = await self._services.delete_topics(names, body["timeout_ms"])
+        out = [{"name": r.name, "topic_id": r.topic_id, "error_code": r.error, "error_message": r.message}
+               for r in results]
+        out += [{"name": None, "topic_id": i, "error_code": ErrorCode.UNKNOWN_TOPIC_ID, "error_message": None}
+                for i in unknown_ids]
+        return {"throttle_time_ms": 0, "responses": out}

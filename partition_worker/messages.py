@@ -1,0 +1,67 @@
+"""Values exchanged with a `PartitionReplica` actor (frozen, cheap to pickle)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rafka.common.errors import ErrorCode
+
+
+@dataclass(frozen=True)
+class ProduceResult:
+    """The outcome of appending one produce request's records to one partition."""
+
+    error: ErrorCode
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+@dataclass(frozen=True)
+class Region:
+    """Bytes of whole record batches inside one segment file."""
+
+    path: str
+    position: int
+    length: int
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    error: ErrorCode
+    high_watermark: int = -1
+    last_stable_offset: int = -1
+    log_start_offset: int = -1
+    regions: tuple[Region, ...] = ()
+
+    @property
+    def size(self) -> int:
+        return sum(r.length for r in self.regions)
+
+
+@dataclass(frozen=True)
+class OffsetLookup:
+    error: ErrorCode
+    timestamp: int = -1
+    offset: int = -1
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True)
+class ReplicaStatus:
+    topic: str
+    partition: int
+    broker_id: int
+    leader: int
+    leader_epoch: int
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    pid: int
+
+
+# Special timestamps of ListOffsets (Kafka's ListOffsetsRequest).
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4

@@ -1,0 +1,185 @@
+"""`PartitionReplica`: the Ray actor that owns one partition replica's log on one disk.
+
+A thin shell around `PartitionLog` (storage) and `ReplicaState` (leadership, high
+watermark): it serialises calls on its event loop, parks fetches until data arrives,
+and translates results into the values of `messages.py`. Every public method returns
+a value; an exception here means a bug or a broken disk.
+
+Concurrency: this is an async actor; `append` and `read` do no await between looking at
+the log and changing it, so they are atomic with respect to each other. Only the
+fetch wait (`read` with `max_wait_ms`) yields, and it re-reads after waking.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from pathlib import Path
+
+from rafka.common.config import LogConfig
+from rafka.common.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from rafka.common.logging_util import Prefixed
+from rafka.common.types import TopicPartition
+from rafka.partition_worker.log import PartitionLog
+from rafka.partition_worker.messages import (
+    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
+    FetchResult, OffsetLookup, ProduceResult, Region, ReplicaStatus,
+)
+from rafka.partition_worker.replica_state import LeaderAndIsr, ReplicaState
+
+state_change = logging.getLogger("rafka.state_change")
+
+
+def partition_dir(log_dir: str, tp: TopicPartition) -> Path:
+    return Path(log_dir) / str(tp)
+
+
+class PartitionReplica:
+    """One replica of one partition. Created by its broker's `BrokerCoordinator` only."""
+
+    def __init__(self, broker_id: int, tp: TopicPartition, log_dir: str, config: LogConfig) -> None:
+        self._tp = tp
+        self._config = config
+        self._log_dir = log_dir
+        self._logger = Prefixed(logging.getLogger(__name__), f"[PartitionReplica {tp} broker={broker_id}]")
+        started = time.monotonic()
+        self._log = PartitionLog.open(partition_dir(log_dir, tp), config)
+        self._state = ReplicaState(broker_id=broker_id)
+        self._appended = asyncio.Event()
+        self._logger.info("opened log in %.3f s: log start %d, log end %d",
+                          time.monotonic() - started, self._log.log_start_offset, self._log.log_end_offset)
+
+    # -- control plane -------------------------------------------------------------
+    def ready(self) -> int:
+        """Answers once the log is open; returns the process id (tests kill it by pid)."""
+        return os.getpid()
+
+    def become(self, order: LeaderAndIsr) -> ErrorCode:
+        """Take the role the controller decided (idempotent: a repeat changes nothing)."""
+        before = (self._state.leader, self._state.leader_epoch)
+        code = self._state.apply(order, self._log.log_end_offset)
+        if code is ErrorCode.NONE and before != (order.leader, order.leader_epoch):
+            state_change.info("[PartitionReplica %s broker=%d] leader=%d leader_epoch=%d isr=%s",
+                              self._tp, self._state.broker_id, order.leader, order.leader_epoch, list(order.isr))
+        elif code is not ErrorCode.NONE:
+            self._logger.warning("refused LeaderAndIsr %s: %s", order, code.name)
+        self._wake_fetchers()
+        return code
+
+    def status(self) -> ReplicaStatus:
+        return ReplicaStatus(
+            topic=self._tp.topic, partition=self._tp.partition, broker_id=self._state.broker_id,
+            leader=self._state.leader, leader_epoch=self._state.leader_epoch,
+            log_start_offset=self._log.log_start_offset, log_end_offset=self._log.log_end_offset,
+            high_watermark=self._high_watermark(), pid=os.getpid())
+
+    def flush(self) -> int:
+        """fsync the log; returns the log end offset that is now durable."""
+        self._log.flush()
+        return self._log.log_end_offset
+
+    def close(self) -> None:
+        """Clean shutdown: flush and mark the log clean, so the next open skips recovery."""
+        self._log.close()
+
+    # -- data plane ----------------------------------------------------------------
+    def append(self, batches: list, acks: int) -> list[ProduceResult]:
+        """Append each produce request's records (one entry per request, in arrival order).
+
+        The front end coalesces the requests that queued while the previous call ran, so
+        one actor call carries many requests. Each entry is answered on its own: one
+        corrupt batch fails its request only.
+        """
+        if not self._state.is_leader:
+            return [ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)] * len(batches)
+        if acks == -1 and len(self._state.isr) < self._config.min_insync_replicas:
+            return [ProduceResult(ErrorCode.NOT_ENOUGH_REPLICAS)] * len(batches)
+        results = []
+        for records in batches:
+            try:
+                info = self._log.append(records, leader_epoch=self._state.leader_epoch,
+                                        max_batch_bytes=self._config.max_message_bytes)
+            except KafkaError as e:
+                self._logger.info("refused produce: %s", e)
+                results.append(ProduceResult(e.code, error_message=str(e)))
+                continue
+            results.append(ProduceResult(ErrorCode.NONE, base_offset=info.base_offset,
+                                         log_append_time_ms=-1, log_start_offset=self._log.log_start_offset))
+        self._state.advance_high_watermark(self._log.log_end_offset)
+        self._wake_fetchers()
+        return results
+
+    async def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> FetchResult:
+        """Whole batches from `fetch_offset` up to the high watermark, as file regions.
+
+        With `max_wait_ms`, an empty answer waits for an append (or the deadline) first.
+        An offset between the high watermark and the log end gets an empty answer.
+        """
+        result = self._read_now(fetch_offset, max_bytes)
+        if result.regions or result.error is not ErrorCode.NONE or max_wait_ms <= 0:
+            return result
+        deadline = time.monotonic() + max_wait_ms / 1000
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return result
+            event = self._appended
+            try:
+                await asyncio.wait_for(event.wait(), remaining)
+            except asyncio.TimeoutError:
+                return self._read_now(fetch_offset, max_bytes)
+            result = self._read_now(fetch_offset, max_bytes)
+            if result.regions or result.error is not ErrorCode.NONE:
+                return result
+
+    def list_offset(self, timestamp: int) -> OffsetLookup:
+        """ListOffsets: latest, earliest, max timestamp, or first offset at/after a timestamp."""
+        if not self._state.is_leader:
+            return OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        epoch = self._state.leader_epoch
+        hw = self._high_watermark()
+        if timestamp == LATEST_TIMESTAMP:
+            return OffsetLookup(ErrorCode.NONE, -1, hw, epoch)
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return OffsetLookup(ErrorCode.NONE, -1, self._log.log_start_offset, epoch)
+        if timestamp == MAX_TIMESTAMP:
+            found = self._log.max_timestamp_offset() if hasattr(self._log, "max_timestamp_offset") else None
+            if found is None:
+                return OffsetLookup(ErrorCode.NONE, -1, -1, epoch)
+            offset, ts = found
+            return OffsetLookup(ErrorCode.NONE, ts, offset, epoch)
+        if timestamp < 0:
+            return OffsetLookup(ErrorCode.INVALID_REQUEST)
+        found = self._log.offset_for_timestamp(timestamp)
+        if found is None or found[0] >= hw:
+            return OffsetLookup(ErrorCode.NONE, -1, -1, epoch)
+        offset, ts = found
+        return OffsetLookup(ErrorCode.NONE, ts, offset, epoch)
+
+    # -- internals -----------------------------------------------------------------
+    def _high_watermark(self) -> int:
+        if self._state.is_leader:
+            return self._state.advance_high_watermark(self._log.log_end_offset)
+        return min(self._state.high_watermark, self._log.log_end_offset)
+
+    def _read_now(self, fetch_offset: int, max_bytes: int) -> FetchResult:
+        if not self._state.is_leader:
+            return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        hw = self._high_watermark()
+        start = self._log.log_start_offset
+        if fetch_offset > self._log.log_end_offset or fetch_offset < start:
+            return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
+        if fetch_offset >= hw:
+            return FetchResult(ErrorCode.NONE, hw, hw, start)
+        try:
+            result = self._log.read(fetch_offset, max_bytes, max_offset=hw)
+        except OffsetOutOfRangeError:
+            return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
+        regions = tuple(Region(r.path, r.position, r.length) for r in result.regions)
+        return FetchResult(ErrorCode.NONE, hw, hw, start, regions)
+
+    def _wake_fetchers(self) -> None:
+        """Release parked fetches; they re-check the log."""
+        self._appended.set()
+        self._appended = asyncio.Event()

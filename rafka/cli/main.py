@@ -1,0 +1,40 @@
+"""The `rafka` command: one subcommand per module under `rafka/cli/`.
+
+Exit codes: 0 ok, 1 failure, 2 usage. Progress goes to stderr, results to stdout.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from rafka.cli import down, status, up
+
+COMMANDS = {"up": up, "down": down, "status": status}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rafka", description="A Kafka-compatible commit-log broker on Ray.",
+        epilog="example: rafka up --brokers 1 --detach && rafka status && rafka down",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in COMMANDS.items():
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    return COMMANDS[args.command].run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

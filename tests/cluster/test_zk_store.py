@@ -1,0 +1,249 @@
+"""ZkStore against a real ZooKeeper: Kafka's JSON on the wire, registration, controller
+election with epochs, topics, conditional partition-state writes, deletion, watches."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Callable
+
+import pytest
+
+from rafka.common.errors import StaleControllerEpochError, StartupError, TopicAlreadyExistsError
+from rafka.common.types import Endpoint
+from rafka.coordinator import zk_data as zd
+from rafka.coordinator.zk_data import BrokerRegistration, PartitionState, TopicAssignment
+from rafka.coordinator.zk_server import free_port
+from rafka.coordinator.zk_store import PartitionStateConflictError, ZkStore
+
+
+def wait_until(cond: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met within %.1f s" % timeout_s)
+        time.sleep(0.02)
+
+
+def reg(broker_id: int, port: int = 9092) -> BrokerRegistration:
+    return BrokerRegistration(broker_id, (Endpoint("PLAINTEXT", "127.0.0.1", port),))
+
+
+@pytest.fixture
+def stores(zk_connect):
+    opened: list[ZkStore] = []
+
+    def make(session_timeout_ms: int = 6000) -> ZkStore:
+        s = ZkStore(zk_connect, session_timeout_ms).start()
+        opened.append(s)
+        return s
+
+    yield make
+    for s in opened:
+        s.stop()
+
+
+def test_unreachable_zookeeper_is_a_clear_startup_error():
+    with pytest.raises(StartupError, match="Cannot connect to ZooKeeper at 127.0.0.1:"):
+        ZkStore(f"127.0.0.1:{free_port()}", 6000, connect_timeout_s=1).start()
+
+
+def test_start_creates_chroot_and_kafkas_persistent_paths(stores, zk_raw):
+    stores()
+    for path in zd.PERSISTENT_PATHS:
+        assert zk_raw.exists(path) is not None, path
+
+
+def test_cluster_id_is_created_once(stores, zk_raw):
+    a, b = stores(), stores()
+    cid = a.ensure_cluster_id()
+    assert b.ensure_cluster_id() == cid and len(cid) == 22
+    raw = json.loads(zk_raw.get("/cluster/id")[0])
+    assert raw == {"version": "1", "id": cid}
+
+
+def test_registration_writes_kafkas_json_in_an_ephemeral_node(stores, zk_raw):
+    s = stores()
+    s.register_broker(BrokerRegistration(0, (Endpoint("PLAINTEXT", "127.0.0.1", 19092),), rack="r1"))
+    data, stat = zk_raw.get("/brokers/ids/0")
+    raw = json.loads(data)
+    assert set(raw) == {"features", "listener_security_protocol_map", "endpoints", "jmx_port", "port", "host",
+                        "version", "timestamp", "rack"}
+    assert raw["endpoints"] == ["PLAINTEXT://127.0.0.1:19092"] and raw["version"] == 5 and raw["rack"] == "r1"
+    assert stat.ephemeralOwner == s.session_id != 0
+    assert s.live_brokers() == {0: BrokerRegistration(0, (Endpoint("PLAINTEXT", "127.0.0.1", 19092),), rack="r1")}
+    s.register_broker(reg(0, 19093))  # same session: refreshes
+    assert s.live_brokers()[0].endpoints[0].port == 19093
+
+
+def test_second_registration_of_a_live_id_fails_clearly(stores):
+    stores().register_broker(reg(0))
+    other = stores()
+    with pytest.raises(StartupError, match=r"Broker id 0 is already registered in ZooKeeper at /brokers/ids/0 "
+                                           r"by another live broker .*pick another broker.id"):
+        other.register_broker(reg(0, 9093))
+    other.register_broker(reg(1, 9093))
+    assert sorted(other.live_brokers()) == [0, 1]
+
+
+def test_registration_waits_for_the_old_session_to_end(stores):
+    first, second = stores(), stores()
+    first.register_broker(reg(0))
+    threading.Timer(0.3, first.stop).start()
+    second.register_broker(reg(0, 9093), wait_s=10)
+    assert second.live_brokers()[0].endpoints[0].port == 9093
+
+
+def test_restart_after_kill_9_waits_for_the_old_session_to_expire(stores, zk_raw):
+    # A broker killed -9 never closes its session: its ephemeral node lingers until expiry.
+    s = stores()
+    script = (
+        "import sys, time\n"
+        "from kazoo.client import KazooClient\n"
+        "c = KazooClient(hosts=sys.argv[1], timeout=2.0); c.start(timeout=10)\n"
+        "c.create('/brokers/ids/5', sys.argv[2].encode(), ephemeral=True)\n"
+        "print('ready', flush=True); time.sleep(600)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script, s.connect, zd.encode_broker(reg(5)).decode()],
+                            stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline().strip() == b"ready"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        with pytest.raises(StartupError, match="already registered"):
+            s.register_broker(reg(5, 9095))
+        started = time.monotonic()
+        s.register_broker(reg(5, 9095), wait_s=15)
+        assert time.monotonic() - started < 15
+        assert json.loads(zk_raw.get("/brokers/ids/5")[0])["port"] == 9095
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_exactly_one_of_two_wins_the_controller_and_epochs_grow(stores, zk_raw):
+    a, b = stores(), stores()
+    results = {}
+    threads = [threading.Thread(target=lambda s=s, i=i: results.__setitem__(i, s.try_become_controller(i)))
+               for i, s in ((1, a), (2, b))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [i for i, epoch in results.items() if epoch is not None]
+    assert len(winners) == 1
+    winner = winners[0]
+    assert results[winner] == 1 and zk_raw.get("/controller_epoch")[0] == b"1"
+    raw = json.loads(zk_raw.get("/controller")[0])
+    assert set(raw) == {"version", "brokerid", "timestamp", "kraftControllerEpoch"}
+    assert raw["brokerid"] == winner and raw["version"] == 2 and raw["kraftControllerEpoch"] == -1
+    loser_id = 3 - winner
+    loser, winner_store = (b, a) if winner == 1 else (a, b)
+    assert loser.controller_id() == winner
+    seen: list[int | None] = []
+    loser.watch_controller(seen.append)
+    winner_store.stop()  # session closes: /controller vanishes
+    wait_until(lambda: None in seen)
+    assert loser.try_become_controller(loser_id) == 2
+    assert loser.controller_id() == loser_id and loser.controller_epoch() == 2
+    wait_until(lambda: seen[-1] == loser_id)
+
+
+def test_create_topic_writes_both_znodes_and_refuses_a_duplicate(stores, zk_raw):
+    s = stores()
+    tid = zd.new_kafka_uuid()
+    a = TopicAssignment("orders", tid, {0: (1, 2), 1: (2, 1)})
+    s.create_topic(a, {"retention.ms": 60000, "cleanup.policy": "delete"})
+    topic = json.loads(zk_raw.get("/brokers/topics/orders")[0])
+    assert topic == {"version": 3, "topic_id": zd.uuid_to_kafka(tid), "partitions": {"0": [1, 2], "1": [2, 1]},
+                     "adding_replicas": {}, "removing_replicas": {}}
+    config = json.loads(zk_raw.get("/config/topics/orders")[0])
+    assert config == {"version": 1, "config": {"retention.ms": "60000", "cleanup.policy": "delete"}}
+    assert s.topics() == {"orders": a}
+    assert s.topic_config("orders") == {"retention.ms": "60000", "cleanup.policy": "delete"}
+    with pytest.raises(TopicAlreadyExistsError, match="Topic 'orders' already exists."):
+        s.create_topic(TopicAssignment("orders", zd.new_kafka_uuid(), {0: (1,)}), {"retention.ms": 1})
+    assert json.loads(zk_raw.get("/config/topics/orders")[0])["config"]["retention.ms"] == "60000"
+
+
+def test_partition_state_conditional_write_refuses_a_stale_version(stores, zk_raw):
+    s = stores()
+    first = s.write_partition_state("t", 0, PartitionState(1, 0, (1, 2), 1), expected_version=-1)
+    assert first.zk_version == 0
+    assert json.loads(zk_raw.get("/brokers/topics/t/partitions/0/state")[0]) == {
+        "controller_epoch": 1, "leader": 1, "version": 1, "leader_epoch": 0, "isr": [1, 2]}
+    second = s.write_partition_state("t", 0, PartitionState(1, 1, (1,), 1), expected_version=first.zk_version)
+    assert second.zk_version == 1 and s.partition_states("t") == {0: second}
+    with pytest.raises(PartitionStateConflictError, match="re-read"):
+        s.write_partition_state("t", 0, PartitionState(2, 2, (2,), 1), expected_version=first.zk_version)
+    with pytest.raises(PartitionStateConflictError):
+        s.write_partition_state("t", 0, PartitionState(2, 2, (2,), 1), expected_version=-1)
+    assert s.partition_state("t", 0) == second
+
+
+def test_zombie_controller_write_is_fenced_by_controller_epoch(stores):
+    old, new = stores(), stores()
+    assert old.try_become_controller(1) == 1
+    fence = old.controller_epoch_zk_version
+    old.resign_controller()
+    assert new.try_become_controller(2) == 2
+    with pytest.raises(StaleControllerEpochError):
+        old.write_partition_state("t", 0, PartitionState(1, 0, (1,), 1), -1, controller_epoch_zk_version=fence)
+    assert new.write_partition_state("t", 0, PartitionState(2, 0, (2,), 2), -1,
+                                     controller_epoch_zk_version=new.controller_epoch_zk_version).zk_version == 0
+
+
+def test_delete_topic_marks_it_and_controller_removes_paths(stores, zk_raw):
+    s = stores()
+    s.create_topic(TopicAssignment("gone", zd.new_kafka_uuid(), {0: (1,)}), {})
+    s.write_partition_state("gone", 0, PartitionState(1, 0, (1,), 1), -1)
+    marked: list[list[str]] = []
+    s.watch_delete_topics(marked.append)
+    s.delete_topic("gone")
+    s.delete_topic("gone")  # idempotent
+    assert zk_raw.exists("/admin/delete_topics/gone") is not None
+    wait_until(lambda: marked and marked[-1] == ["gone"])
+    s.remove_topic_paths("gone")
+    for path in ("/brokers/topics/gone", "/config/topics/gone", "/admin/delete_topics/gone"):
+        assert zk_raw.exists(path) is None, path
+    assert s.topics() == {}
+
+
+def test_watches_report_brokers_and_topics(stores):
+    watcher, broker = stores(), stores()
+    brokers: list[list[int]] = []
+    topics: list[list[str]] = []
+    handle = watcher.watch_brokers(brokers.append)
+    watcher.watch_topics(topics.append)
+    broker.register_broker(reg(4))
+    wait_until(lambda: brokers and brokers[-1] == [4])
+    broker.create_topic(TopicAssignment("w", zd.new_kafka_uuid(), {0: (4,)}))
+    wait_until(lambda: topics and topics[-1] == ["w"])
+    broker.stop()
+    wait_until(lambda: brokers[-1] == [])
+    handle.cancel()
+
+
+def test_clear_stale_ephemerals_removes_registrations_of_a_dead_run(stores, zk_raw):
+    from kazoo.client import KazooClient
+    from rafka.coordinator.zk_store import clear_stale_ephemerals
+    s = stores()
+    dead = KazooClient(hosts=s.connect, timeout=30.0)  # a long session that would linger
+    dead.start(timeout=10)
+    dead.create("/brokers/ids/8", zd.encode_broker(reg(8)), ephemeral=True)
+    dead.create("/controller", zd.encode_controller(8), ephemeral=True)
+    try:
+        removed = clear_stale_ephemerals(s.connect)
+        assert sorted(p.rsplit("/", 2)[-2:][-1] for p in removed) == ["8", "controller"]
+        assert zk_raw.exists("/brokers/ids/8") is None and zk_raw.exists("/controller") is None
+        assert zk_raw.exists("/brokers/topics") is not None  # persistent paths untouched
+    finally:
+        dead.stop()
+        dead.close()
+
+
+def test_write_partition_state_accepts_none_for_create(stores):
+    s = stores()
+    assert s.write_partition_state("n", 0, PartitionState(1, 0, (1,), 1), None).zk_version == 0

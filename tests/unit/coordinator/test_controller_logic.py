@@ -1,0 +1,82 @@
+"""Leader election decisions of the ZooKeeper-mode controller, without ZooKeeper."""
+from __future__ import annotations
+
+import pickle
+
+from rafka.common.types import Endpoint, TopicPartition
+from rafka.coordinator.controller_logic import build_metadata_snapshot, elect_leaders, elect_partition
+from rafka.coordinator.zk_data import (LEADER_RECOVERY_RECOVERING, NO_LEADER, BrokerRegistration, PartitionState,
+                                       TopicAssignment, new_kafka_uuid)
+
+EPOCH = 4
+
+
+def st(leader, epoch, isr, version=3, cepoch=1):
+    return PartitionState(leader, epoch, tuple(isr), cepoch, zk_version=version)
+
+
+def test_new_partitions_get_first_live_replica_and_live_isr():
+    a = TopicAssignment("t", new_kafka_uuid(), {0: (1, 2, 3), 1: (2, 3, 1)})
+    changes = elect_leaders(a, {}, {1, 3}, EPOCH)
+    assert changes == {0: PartitionState(1, 0, (1, 3), EPOCH, zk_version=-1),
+                       1: PartitionState(3, 0, (3, 1), EPOCH, zk_version=-1)}
+
+
+def test_new_partition_with_no_live_replica_is_left_without_state():
+    a = TopicAssignment("t", new_kafka_uuid(), {0: (1, 2)})
+    assert elect_leaders(a, {}, {3}, EPOCH) == {}
+
+
+def test_dead_leader_replaced_by_next_live_isr_member_in_assignment_order():
+    new = elect_partition((1, 2, 3), st(1, 5, [1, 3, 2]), {2, 3}, EPOCH)
+    assert new == PartitionState(2, 6, (3, 2), EPOCH, zk_version=3)
+
+
+def test_dead_follower_shrinks_isr_and_bumps_epoch_like_zk_controller():
+    new = elect_partition((1, 2, 3), st(1, 5, [1, 2, 3]), {1, 3}, EPOCH)
+    assert new == PartitionState(1, 6, (1, 3), EPOCH, zk_version=3)
+
+
+def test_nothing_changes_when_all_isr_members_live():
+    assert elect_partition((1, 2, 3), st(1, 5, [1, 2]), {1, 2}, EPOCH) is None
+    assert elect_partition((1, 2, 3), st(1, 5, [1, 2]), {1, 2, 3}, EPOCH) is None  # 3 rejoins via the leader
+
+
+def test_no_live_isr_member_goes_offline_and_keeps_last_isr_member():
+    new = elect_partition((1, 2), st(1, 5, [1]), {2}, EPOCH)
+    assert new == PartitionState(NO_LEADER, 6, (1,), EPOCH, zk_version=3)
+    # already offline and still nobody eligible: no write
+    assert elect_partition((1, 2), new, {2}, EPOCH) is None
+
+
+def test_offline_partition_recovers_when_isr_member_returns():
+    offline = st(NO_LEADER, 6, [1])
+    assert elect_partition((1, 2), offline, {1, 2}, EPOCH) == PartitionState(1, 7, (1,), EPOCH, zk_version=3)
+
+
+def test_unclean_election_picks_first_live_replica_and_marks_recovering():
+    new = elect_partition((1, 2, 3), st(1, 5, [1]), {3, 2}, EPOCH, unclean_leader_election=True)
+    assert new == PartitionState(2, 6, (2,), EPOCH, leader_recovery_state=LEADER_RECOVERY_RECOVERING, zk_version=3)
+
+
+def test_elect_leaders_reports_only_changed_partitions():
+    a = TopicAssignment("t", new_kafka_uuid(), {0: (1, 2), 1: (2, 1), 2: (1, 2)})
+    states = {0: st(1, 0, [1, 2]), 1: st(2, 0, [2, 1]), 2: st(1, 0, [1])}
+    changes = elect_leaders(a, states, {1}, EPOCH)
+    assert set(changes) == {0, 1}
+    assert changes[1].leader == 1 and changes[1].leader_epoch == 1
+
+
+def test_metadata_snapshot_marks_offline_replicas_and_pickles():
+    tid = new_kafka_uuid()
+    a = TopicAssignment("t", tid, {0: (1, 2), 1: (2, 1)})
+    brokers = {1: BrokerRegistration(1, (Endpoint("PLAINTEXT", "127.0.0.1", 9092),))}
+    snap = build_metadata_snapshot("cid", 1, EPOCH, brokers, {"t": a}, {"t": {0: st(1, 2, [1])}})
+    p0, p1 = snap.partition(TopicPartition("t", 0)), snap.partition(TopicPartition("t", 1))
+    assert (p0.leader, p0.leader_epoch, p0.isr, p0.offline_replicas) == (1, 2, (1,), (2,))
+    assert (p1.leader, p1.leader_epoch, p1.isr) == (NO_LEADER, -1, ())
+    assert snap.topics["t"].topic_id == tid
+    assert snap.leader_of(TopicPartition("t", 0)) == brokers[1]
+    assert snap.leader_of(TopicPartition("t", 1)) is None
+    assert snap.partition(TopicPartition("nope", 0)) is None
+    assert pickle.loads(pickle.dumps(snap)) == snap
