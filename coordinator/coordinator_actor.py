@@ -105,6 +105,10 @@ class BrokerCoordinator:
         self._zk.watch_delete_topics(self._kick_threadsafe)
         self._task = asyncio.create_task(self._run())
         self._wake.set()
+        # Serve only once the controller has sent metadata that lists this broker, so a
+        # client's first Metadata request already sees it (Kafka's broker waits likewise).
+        if not await self._await_metadata(lambda m: self._id in m.brokers, 30000):
+            self._log.warning("no metadata from a controller after 30 s; serving anyway")
         return {"broker_id": self._id, "host": advertised.host, "port": port, "cluster_id": self._cluster_id,
                 "pid": os.getpid()}
 

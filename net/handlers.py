@@ -25,7 +25,7 @@ from rafka.partition_worker.messages import FetchResult
 log = logging.getLogger(__name__)
 
 API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS = 18, 3, 0, 1, 2
-CREATE_TOPICS, DELETE_TOPICS = 19, 20
+CREATE_TOPICS, DELETE_TOPICS, FIND_COORDINATOR = 19, 20, 10
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
 NULL_UUID = uuid.UUID(int=0)
 
@@ -68,7 +68,8 @@ def _advertised_ranges() -> dict[int, tuple[int, int]]:
     return ranges
 
 
-IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS)
+IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS,
+               FIND_COORDINATOR)
 
 
 class RequestDispatcher:
@@ -85,6 +86,7 @@ class RequestDispatcher:
             LIST_OFFSETS: self._list_offsets,
             CREATE_TOPICS: self._create_topics,
             DELETE_TOPICS: self._delete_topics,
+            FIND_COORDINATOR: self._find_coordinator,
         }
 
     @property
@@ -293,6 +295,22 @@ class RequestDispatcher:
                              leader_epoch=result.leader_epoch)
             topics_out.append({"name": name, "partitions": entries})
         return {"throttle_time_ms": 0, "topics": topics_out}
+
+    # -- FindCoordinator ------------------------------------------------------------
+    async def _find_coordinator(self, version: int, body: dict) -> dict:
+        """No group or transaction coordinator runs yet: every key gets COORDINATOR_NOT_AVAILABLE.
+
+        That is Kafka's transient answer while `__consumer_offsets` is not ready, so clients
+        retry instead of failing. The API is advertised anyway because librdkafka turns LZ4
+        on only for brokers that list FindCoordinator (its feature map dates LZ4 by it).
+        """
+        code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        message = "The coordinator is not available."
+        keys = body.get("coordinator_keys") or []
+        return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "node_id": -1,
+                "host": "", "port": -1,
+                "coordinators": [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code,
+                                  "error_message": message} for k in keys]}
 
     # -- CreateTopics / DeleteTopics ---------------------------------------------
     async def _create_topics(self, version: int, body: dict) -> dict:

@@ -48,7 +48,8 @@ def test_acknowledged_records_survive_kill_9_and_restart(tmp_path):
     import json
     pid = json.loads(open(os.path.join(data_dir, "rafka.state.json")).read())["pid"]
     try:
-        AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic("crash", 3, 1)])["crash"].result(60)
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("crash", 3, 1)])["crash"].result(60)
         acked: dict[tuple[int, int], bytes] = {}
 
         def on_delivery(err, msg):

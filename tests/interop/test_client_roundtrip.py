@@ -25,10 +25,13 @@ CLIENTS = {
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from rafka.net.client import KafkaConnection
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    with KafkaConnection.to(bootstrap) as conn:
+        body = conn.request(19, 5, {"topics": [{"name": topic, "num_partitions": partitions,
+                                                "replication_factor": 1, "assignments": [], "configs": []}],
+                                    "timeout_ms": 30000, "validate_only": False})
+    assert body["topics"][0]["error_code"] == 0, body
 
 
 def stored_codecs(cluster, topic: str, partition: int = 0) -> set[str]:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rafka.net.client import KafkaConnection
-from rafka.partition_worker.record_batch import encode_batch
+from rafka.partition_worker.record_batch import Record, encode_batch
 
 API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS = 18, 3, 0, 1, 2, 19
 
@@ -43,7 +43,7 @@ def fetch_body(topic: str, offset: int) -> dict:
 
 def test_fifty_pipelined_mixed_requests_are_answered_in_order(rafka_cluster, raw_topic):
     conn = KafkaConnection.to(rafka_cluster.bootstrap_servers)
-    batch = encode_batch([(b"k", b"v" * 50, ())])
+    batch = encode_batch([Record(0, 1_700_000_000_000, b"k", b"v" * 50)])
     sent = []
     for i in range(50):
         kind = i % 6
@@ -152,7 +152,7 @@ def test_api_versions_of_unknown_version_answers_v0_with_ranges(rafka_cluster):
 
 def test_errors_carry_kafka_codes(rafka_cluster, raw_topic):
     with KafkaConnection.to(rafka_cluster.bootstrap_servers) as conn:
-        good = encode_batch([(b"k", b"v", ())])
+        good = encode_batch([Record(0, 1_700_000_000_000, b"k", b"v")])
         corrupt = bytearray(good)
         corrupt[-1] ^= 0xFF
         unknown = conn.request(PRODUCE, 9, produce_body("no-such-topic-here", good))
@@ -161,7 +161,7 @@ def test_errors_carry_kafka_codes(rafka_cluster, raw_topic):
         assert bad_crc["responses"][0]["partition_responses"][0]["error_code"] == 2  # CORRUPT_MESSAGE
         bad_acks = conn.request(PRODUCE, 9, produce_body(raw_topic, good, acks=2))
         assert bad_acks["responses"][0]["partition_responses"][0]["error_code"] == 21  # INVALID_REQUIRED_ACKS
-        too_large = encode_batch([(b"k", b"x" * 2_000_000, ())])
+        too_large = encode_batch([Record(0, 1_700_000_000_000, b"k", b"x" * 2_000_000)])
         big = conn.request(PRODUCE, 9, produce_body(raw_topic, too_large))
         assert big["responses"][0]["partition_responses"][0]["error_code"] == 10  # MESSAGE_TOO_LARGE
         out_of_range = conn.request(FETCH, 12, fetch_body(raw_topic, 10_000_000))

@@ -1,0 +1,180 @@
+"""The confluent-kafka workload: create a topic, produce N records, consume them back.
+
+The same functions drive rafka and Tansu, so both see exactly the same client settings.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import time
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from _results import EnqueueResult, WorkloadResult
+
+PARTITIONS = 6
+PRODUCER_CONFIG = {
+    "acks": 1,
+    "linger.ms": 5,
+    "enable.idempotence": False,
+    "queue.buffering.max.messages": 1_000_000,
+    "queue.buffering.max.kbytes": 1_048_576,  # 1 GiB
+    "delivery.report.only.error": True,  # count failures only: keeps Python out of the hot path
+    "message.timeout.ms": 120_000,
+}
+CONSUMER_CONFIG = {
+    "group.id": "rafka-bench",  # required by librdkafka; no subscribe/commit (no groups yet)
+    "enable.auto.commit": False,
+    "auto.offset.reset": "earliest",
+}
+CONSUME_BATCH = 10_000
+
+
+class PhaseError(RuntimeError):
+    """A benchmark phase could not finish (a broker error, a timeout, a count mismatch)."""
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS, timeout_s: float = 60.0) -> None:
+    """Create `name` with `partitions` partitions and replication factor 1; wait for the broker's answer."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    _wait_for_controller(admin, timeout_s)
+    futures = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=timeout_s,
+                                  request_timeout=timeout_s)
+    futures[name].result(timeout=timeout_s)
+    _wait_for_leaders(admin, name, partitions, timeout_s)
+
+
+def _wait_for_controller(admin: AdminClient, timeout_s: float) -> None:
+    """Poll metadata until the broker names a controller.
+
+    librdkafka's admin client looks the controller up once and then waits for the whole
+    request timeout if the first metadata answer said "no controller" (ControllerId -1),
+    which a broker that has just started may say.
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        metadata = admin.list_topics(timeout=10)
+        if metadata.controller_id >= 0 and metadata.brokers:
+            return
+        time.sleep(0.1)
+    raise PhaseError(f"no controller in the broker's metadata after {timeout_s:.0f} s")
+
+
+def _wait_for_leaders(admin: AdminClient, name: str, partitions: int, timeout_s: float) -> None:
+    """Poll metadata until every partition of `name` has a leader."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        topic = admin.list_topics(name, timeout=10).topics.get(name)
+        if topic and topic.error is None and len(topic.partitions) == partitions \
+                and all(p.leader >= 0 for p in topic.partitions.values()):
+            return
+        time.sleep(0.2)
+    raise PhaseError(f"topic {name}: not all {partitions} partitions have a leader after {timeout_s:.0f} s")
+
+
+def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_s: float) -> float:
+    """Produce `records` values of `record_size` bytes; return seconds from the first send to the last ack."""
+    errors: list[str] = []
+
+    def on_delivery(err: object, _msg: object) -> None:
+        if err is not None:
+            errors.append(str(err))
+
+    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG, "on_delivery": on_delivery})
+    payload = os.urandom(record_size)
+    started = time.perf_counter()
+    _send_all(producer, topic, payload, records)
+    remaining = producer.flush(timeout_s)
+    elapsed = time.perf_counter() - started
+    if remaining:
+        raise PhaseError(f"produce to {topic}: {remaining} records unacknowledged after {timeout_s:.0f} s")
+    if errors:
+        raise PhaseError(f"produce to {topic}: {len(errors)} records failed, first: {errors[0]}")
+    return elapsed
+
+
+def _send_all(producer: Producer, topic: str, payload: bytes, records: int) -> None:
+    """Call `produce()` `records` times, serving callbacks when the local queue is full."""
+    send = producer.produce
+    for _ in range(records):
+        try:
+            send(topic, payload)
+        except BufferError:
+            producer.poll(0.05)
+            send(topic, payload)
+    producer.poll(0)
+
+
+def consume(bootstrap: str, topic: str, expected: int, idle_timeout_s: float) -> tuple[int, float]:
+    """Read all partitions of `topic` from offset 0 until `expected` records arrived.
+
+    Returns (records consumed, seconds from assign to the last record). Stops early when
+    nothing arrives for `idle_timeout_s`; the caller compares the count.
+    """
+    consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        count = 0
+        started = last = time.perf_counter()
+        while count < expected:
+            batch = consumer.consume(CONSUME_BATCH, 0.2)
+            now = time.perf_counter()
+            if not batch:
+                if now - last > idle_timeout_s:
+                    break
+                continue
+            for msg in batch:
+                if msg.error() is not None:
+                    raise KafkaException(msg.error())
+            count += len(batch)
+            last = now
+        return count, last - started
+    finally:
+        consumer.close()
+
+
+def run_workload(broker: str, bootstrap: str, record_size: int, records: int,
+                 timeout_s: float, idle_timeout_s: float = 20.0) -> WorkloadResult:
+    """Create a fresh topic, produce `records`, consume them back and check the count."""
+    topic = f"bench-{record_size}-{int(time.time() * 1000)}"
+    create_topic(bootstrap, topic)
+    produce_s = produce(bootstrap, topic, records, record_size, timeout_s)
+    consumed, consume_s = consume(bootstrap, topic, records, idle_timeout_s)
+    result = WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed)
+    if consumed != records:
+        raise PhaseError(f"{broker} {record_size} B: consumed {consumed} of {records} produced records"
+                         f" (nothing new for {idle_timeout_s:.0f} s)")
+    return result
+
+
+def unused_port() -> int:
+    """A loopback port with nothing listening (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def enqueue_ceiling(record_size: int, records: int) -> EnqueueResult:
+    """Time `records` `produce()` calls against a loopback port where nothing listens.
+
+    The queue is sized to hold every record, so this measures the client alone:
+    Python's call overhead plus librdkafka's enqueue, with no network or broker.
+    """
+    producer = Producer({
+        "bootstrap.servers": f"127.0.0.1:{unused_port()}",
+        **PRODUCER_CONFIG,
+        "queue.buffering.max.messages": max(records, 1_000),
+        "queue.buffering.max.kbytes": 2_097_151,
+        "log_level": 0,
+        "logger": lambda *_: None,
+    })
+    payload = os.urandom(record_size)
+    send = producer.produce
+    started = time.perf_counter()
+    for _ in range(records):
+        send("bench-ceiling", payload)
+    elapsed = time.perf_counter() - started
+    producer.purge()
+    producer.flush(0)
+    return EnqueueResult(record_size, records, elapsed)

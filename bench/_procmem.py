@@ -1,0 +1,74 @@
+"""Process-tree memory: descendants of a pid (via /proc/*/stat) and their PSS (smaps_rollup)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from _results import MemoryResult
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """(command name, parent pid) of `pid`, or None if it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The name is in parentheses and may itself hold spaces or parentheses.
+    name = raw[raw.index("(") + 1:raw.rindex(")")]
+    fields = raw[raw.rindex(")") + 2:].split()
+    return name, int(fields[1])
+
+
+def describe(pid: int, fallback: str) -> str:
+    """A short readable name: a Ray worker's title, a Python script's file name, or the executable."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return fallback
+    argv = [a for a in argv if a]
+    if not argv:
+        return fallback
+    if argv[0].startswith("ray::"):
+        return argv[0].split()[0]
+    script = next((a for a in argv[1:] if a.endswith(".py")), None)
+    name = Path(script or argv[0]).name
+    if name == "java" and any("zookeeper" in a.lower() for a in argv):
+        return "java (ZooKeeper)"
+    return name
+
+
+def descendants(root: int) -> dict[int, str]:
+    """All live descendants of `root` (not `root` itself): pid -> command name."""
+    parents: dict[int, tuple[str, int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (info := _stat(int(entry))) is not None:
+            parents[int(entry)] = info
+    children: dict[int, list[int]] = {}
+    for pid, (_, ppid) in parents.items():
+        children.setdefault(ppid, []).append(pid)
+    found: dict[int, str] = {}
+    stack = list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        found[pid] = describe(pid, parents[pid][0])
+        stack.extend(children.get(pid, []))
+    return found
+
+
+def pss_bytes(pid: int) -> int:
+    """Proportional set size of `pid` in bytes (0 if it has exited)."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def tree_pss(root: int | None = None) -> MemoryResult:
+    """Total PSS of every descendant of `root` (default: this process), plus `root`'s own PSS."""
+    root = os.getpid() if root is None else root
+    procs = tuple(sorted(((pid, name, pss_bytes(pid)) for pid, name in descendants(root).items()),
+                         key=lambda p: -p[2]))
+    return MemoryResult(sum(p[2] for p in procs), procs, pss_bytes(root))

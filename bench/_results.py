@@ -1,0 +1,181 @@
+"""Result records of the throughput benchmark, and the table that compares them.
+
+Each measurement is a small frozen dataclass; `Row` is one line of the final table
+(metric, rafka, peer/limit, ratio, target, met?).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+MIB = 1024 * 1024
+MB = 1_000_000
+
+
+@dataclass(frozen=True)
+class WorkloadResult:
+    """Produce then consume `records` records of `record_size` bytes through one broker."""
+
+    broker: str
+    record_size: int
+    records: int
+    produce_s: float
+    consume_s: float
+    consumed: int
+
+    @property
+    def produce_rps(self) -> float:
+        return self.records / self.produce_s
+
+    @property
+    def produce_mbps(self) -> float:
+        return self.records * self.record_size / self.produce_s / MB
+
+    @property
+    def consume_rps(self) -> float:
+        return self.consumed / self.consume_s
+
+    @property
+    def consume_mbps(self) -> float:
+        return self.consumed * self.record_size / self.consume_s / MB
+
+
+@dataclass(frozen=True)
+class EnqueueResult:
+    """confluent-kafka `produce()` calls/s into its local queue, with no broker reachable."""
+
+    record_size: int
+    records: int
+    seconds: float
+
+    @property
+    def rps(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def mbps(self) -> float:
+        return self.records * self.record_size / self.seconds / MB
+
+
+@dataclass(frozen=True)
+class RateResult:
+    """Bytes moved in seconds: loopback TCP or sequential disk writes."""
+
+    what: str
+    bytes: int
+    seconds: float
+    detail: str = ""
+
+    @property
+    def mbps(self) -> float:
+        return self.bytes / self.seconds / MB
+
+
+@dataclass(frozen=True)
+class MemoryResult:
+    """Proportional set size of the idle cluster's processes."""
+
+    total_bytes: int
+    processes: tuple[tuple[int, str, int], ...]  # (pid, name, pss bytes)
+    driver_bytes: int  # the benchmark process itself (not in total_bytes)
+
+    @property
+    def total_mib(self) -> float:
+        return self.total_bytes / MIB
+
+
+@dataclass(frozen=True)
+class StartupResult:
+    """Seconds `rafka up --detach` took to print its bootstrap address."""
+
+    seconds: float
+    bootstrap: str
+
+
+@dataclass
+class Results:
+    """Everything one run measured, plus the phases that failed (name -> error text)."""
+
+    workloads: dict[tuple[str, int], WorkloadResult] = field(default_factory=dict)
+    enqueue: dict[int, EnqueueResult] = field(default_factory=dict)
+    loopback: RateResult | None = None
+    disk: RateResult | None = None
+    memory: MemoryResult | None = None
+    startup: StartupResult | None = None
+    failures: dict[str, str] = field(default_factory=dict)
+    load_average: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # "start"/"end"
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of the raw measurements and their derived rates."""
+        def workload(w: WorkloadResult) -> dict[str, Any]:
+            return {**asdict(w), "produce_rps": w.produce_rps, "produce_mbps": w.produce_mbps,
+                    "consume_rps": w.consume_rps, "consume_mbps": w.consume_mbps}
+        return {
+            "workloads": [workload(w) for w in self.workloads.values()],
+            "enqueue": [{**asdict(e), "rps": e.rps, "mbps": e.mbps} for e in self.enqueue.values()],
+            "loopback": {**asdict(self.loopback), "mbps": self.loopback.mbps} if self.loopback else None,
+            "disk": {**asdict(self.disk), "mbps": self.disk.mbps} if self.disk else None,
+            "memory": {**asdict(self.memory), "total_mib": self.memory.total_mib} if self.memory else None,
+            "startup": asdict(self.startup) if self.startup else None,
+            "failures": self.failures,
+            "load_average": self.load_average,
+        }
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the final table. `target` is (op, value) with op '>=' or '<=' on the ratio."""
+
+    metric: str
+    rafka: float | None
+    peer: float | None
+    unit: str = ""
+    target: tuple[str, float] | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.rafka is None or self.peer is None or self.peer == 0:
+            return None
+        return self.rafka / self.peer
+
+    @property
+    def met(self) -> str:
+        if self.target is None:
+            return ""
+        if self.ratio is None:
+            return "n/a"
+        op, value = self.target
+        ok = self.ratio >= value if op == ">=" else self.ratio <= value
+        return "yes" if ok else "NO"
+
+    def cells(self) -> list[str]:
+        target = f"{self.target[0]} {self.target[1]:.1f}x" if self.target else ""
+        ratio = "-" if self.ratio is None else f"{self.ratio:.2f}x"
+        return [self.metric, _fmt(self.rafka, self.unit), _fmt(self.peer, self.unit), ratio, target, self.met]
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if unit == "rec/s":
+        return f"{value:,.0f}"
+    if unit in ("MB/s", "MiB"):
+        return f"{value:,.1f}"
+    if unit == "s":
+        return f"{value:.1f}"
+    return f"{value:g}"
+
+
+def render_table(rows: list[Row], headers: tuple[str, ...] = ("metric", "rafka", "peer/limit", "ratio",
+                                                               "target", "met?")) -> str:
+    """Rows as a fixed-width text table (numbers right-aligned)."""
+    cells = [list(headers)] + [row.cells() for row in rows]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
+    align: list[Callable[[str, int], str]] = [str.ljust] + [str.rjust] * 3 + [str.ljust] * 2
+    lines = []
+    for n, line in enumerate(cells):
+        lines.append("  ".join(align[i](c, widths[i]) for i, c in enumerate(line)).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)

@@ -1,0 +1,316 @@
+#!/usr/bin/env python
+"""Throughput of rafka beside Tansu (a Rust Kafka-compatible broker) and the machine's limits.
+
+From one run it measures, with confluent-kafka (acks=1, linger.ms=5, no idempotence,
+6 partitions, one broker):
+  1. produce and consume records/s and MB/s for 100 B and 1 KiB records, on rafka and on
+     Tansu (in-memory storage), checking that every produced record is consumed back;
+  2. the client's own ceiling: produce() calls/s into the local queue, no broker reachable;
+  3. machine limits: loopback TCP throughput and dd's sequential disk write rate;
+  4. the PSS of the idle rafka cluster (Ray session + ZooKeeper), against 1.2 GiB;
+  5. the seconds `rafka up --detach` takes to serve, against 15 s.
+and prints a table: metric, rafka, peer/limit, ratio, target, met?
+
+Progress goes to stderr, results to stdout. Exit 0 when every phase ran, 1 otherwise.
+Everything binds to 127.0.0.1.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Callable, Iterator, TypeVar
+
+import _kafka
+import _machine
+import _procmem
+import _rafka
+import _tansu
+from _results import MIB, MemoryResult, Results, Row, render_table
+
+RECORD_SIZES = (100, 1024)
+DEFAULT_RECORDS = 500_000
+PSS_TARGET_MIB = 1.2 * 1024
+UP_TARGET_S = 15.0
+PRODUCE_TARGET = 1.0
+CONSUME_TARGET = 2.0
+IDLE_SETTLE_S = 3.0
+T = TypeVar("T")
+
+
+def log(message: str) -> None:
+    """A timestamped progress line on stderr."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def size_label(size: int) -> str:
+    return "1 KiB" if size == 1024 else f"{size} B"
+
+
+# -- running phases ----------------------------------------------------------------------
+
+class PhaseTimeout(Exception):
+    """A phase ran past its deadline (raised from SIGALRM)."""
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Raise PhaseTimeout in the main thread if the block runs longer than `seconds`."""
+    def on_alarm(_signum: int, _frame: object) -> None:
+        raise PhaseTimeout(f"phase took longer than {seconds:.0f} s")
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_phase(results: Results, name: str, fn: Callable[[], T], timeout_s: float) -> T | None:
+    """Run one phase; on error record it in `results.failures`, print the traceback, return None."""
+    log(f"{name}...")
+    started = time.perf_counter()
+    try:
+        with deadline(timeout_s):
+            value = fn()
+    except Exception as e:  # noqa: BLE001 - a failed phase must not stop the others
+        results.failures[name] = f"{type(e).__name__}: {e}"
+        log(f"{name} FAILED after {time.perf_counter() - started:.1f} s:\n{traceback.format_exc()}")
+        return None
+    log(f"{name} done in {time.perf_counter() - started:.1f} s")
+    return value
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send everything written to stdout (Ray's forwarded worker logs, child processes) to stderr.
+
+    Keeps stdout for the results alone, so `--output json` stays parseable.
+    """
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+# -- the phases --------------------------------------------------------------------------
+
+def machine_phases(results: Results, data_dir: Path) -> None:
+    """Loopback TCP and disk write limits."""
+    results.loopback = run_phase(results, "loopback TCP", _machine.loopback_throughput, 120)
+    results.disk = run_phase(results, "disk write (dd)", lambda: _machine.disk_write_rate(data_dir), 180)
+
+
+def ceiling_phases(results: Results, records: int) -> None:
+    """confluent-kafka's enqueue rate with no broker, per record size."""
+    for size in RECORD_SIZES:
+        value = run_phase(results, f"client enqueue ceiling {size_label(size)}",
+                          lambda: _kafka.enqueue_ceiling(size, records), 120)
+        if value:
+            results.enqueue[size] = value
+
+
+def workload_phases(results: Results, broker: str, bootstrap: str, records: int) -> None:
+    """The produce/consume workload for every record size against one broker."""
+    for size in RECORD_SIZES:
+        value = run_phase(results, f"{broker} produce/consume {size_label(size)}",
+                          lambda: _kafka.run_workload(broker, bootstrap, size, records, timeout_s=300), 420)
+        if value:
+            results.workloads[(broker, size)] = value
+            log(f"  {broker} {size_label(size)}: produce {value.produce_rps:,.0f} rec/s"
+                f" {value.produce_mbps:.1f} MB/s, consume {value.consume_rps:,.0f} rec/s"
+                f" {value.consume_mbps:.1f} MB/s")
+
+
+def tansu_phases(results: Results, data_dir: Path, records: int) -> None:
+    """Start Tansu, run the workload, stop it."""
+    stack = contextlib.ExitStack()
+    bootstrap = run_phase(results, "tansu start",
+                          lambda: stack.enter_context(_tansu.tansu_broker(data_dir / "tansu.log")), 60)
+    with stack:
+        if bootstrap:
+            log(f"  tansu serving at {bootstrap}")
+            workload_phases(results, "tansu", bootstrap, records)
+
+
+def idle_memory(bootstrap: str) -> MemoryResult:
+    """Create a 6-partition topic, let the cluster settle, then sum the PSS of our descendants."""
+    _kafka.create_topic(bootstrap, "bench-idle")
+    time.sleep(IDLE_SETTLE_S)
+    return _procmem.tree_pss()
+
+
+def rafka_phases(results: Results, data_dir: Path, records: int) -> None:
+    """Start an in-process rafka cluster, measure its idle PSS, run the workload, stop it."""
+    stack = contextlib.ExitStack()
+    cluster = run_phase(results, "rafka cluster start",
+                        lambda: stack.enter_context(_rafka.rafka_cluster(data_dir / "rafka-cluster")), 180)
+    with stack:
+        if cluster is None:
+            return
+        bootstrap = cluster.bootstrap_servers
+        log(f"  rafka serving at {bootstrap}")
+        results.memory = run_phase(results, "rafka idle memory (PSS)", lambda: idle_memory(bootstrap), 120)
+        if results.memory:
+            log(f"  idle PSS {results.memory.total_mib:,.0f} MiB over {len(results.memory.processes)} processes")
+        workload_phases(results, "rafka", bootstrap, records)
+    log("rafka cluster stopped")
+
+
+def startup_phase(results: Results, data_dir: Path) -> None:
+    """Time the real `rafka up --detach` command."""
+    results.startup = run_phase(results, "rafka up --detach",
+                                lambda: _rafka.time_rafka_up(data_dir / "rafka-up"), 300)
+
+
+# -- reporting ---------------------------------------------------------------------------
+
+def comparison_rows(results: Results) -> list[Row]:
+    """The final table: rafka against Tansu, the client's ceiling, the machine, and targets."""
+    rows: list[Row] = []
+    for size in RECORD_SIZES:
+        ours, peer = results.workloads.get(("rafka", size)), results.workloads.get(("tansu", size))
+        label = size_label(size)
+        for kind, target in (("produce", PRODUCE_TARGET), ("consume", CONSUME_TARGET)):
+            rps = lambda w: getattr(w, f"{kind}_rps") if w else None  # noqa: E731
+            mbps = lambda w: getattr(w, f"{kind}_mbps") if w else None  # noqa: E731
+            rows.append(Row(f"{kind} {label} rec/s vs tansu", rps(ours), rps(peer), "rec/s", (">=", target)))
+            rows.append(Row(f"{kind} {label} MB/s vs tansu", mbps(ours), mbps(peer), "MB/s"))
+    for size in RECORD_SIZES:
+        ours, ceiling = results.workloads.get(("rafka", size)), results.enqueue.get(size)
+        rows.append(Row(f"produce {size_label(size)} rec/s vs client enqueue ceiling",
+                        ours.produce_rps if ours else None, ceiling.rps if ceiling else None, "rec/s"))
+    big = results.workloads.get(("rafka", 1024))
+    loopback = results.loopback.mbps if results.loopback else None
+    rows.append(Row("produce 1 KiB MB/s vs loopback TCP", big.produce_mbps if big else None, loopback, "MB/s"))
+    rows.append(Row("consume 1 KiB MB/s vs loopback TCP", big.consume_mbps if big else None, loopback, "MB/s"))
+    rows.append(Row("produce 1 KiB MB/s vs disk write (dd)", big.produce_mbps if big else None,
+                    results.disk.mbps if results.disk else None, "MB/s"))
+    rows.append(Row("idle cluster PSS MiB (Ray + ZooKeeper) vs 1.2 GiB",
+                    results.memory.total_mib if results.memory else None, PSS_TARGET_MIB, "MiB", ("<=", 1.0)))
+    rows.append(Row("`rafka up` seconds to serve vs 15 s",
+                    results.startup.seconds if results.startup else None, UP_TARGET_S, "s", ("<=", 1.0)))
+    return rows
+
+
+def measurements_text(results: Results) -> str:
+    """The raw figures behind the table: every broker workload and every limit."""
+    lines = ["workloads (confluent-kafka, acks=1, linger.ms=5, 6 partitions, 1 broker):",
+             f"  {'broker':<6} {'size':>6} {'records':>9} {'produce rec/s':>14} {'MB/s':>7}"
+             f" {'consume rec/s':>14} {'MB/s':>7}"]
+    for w in results.workloads.values():
+        lines.append(f"  {w.broker:<6} {size_label(w.record_size):>6} {w.records:>9,} {w.produce_rps:>14,.0f}"
+                     f" {w.produce_mbps:>7.1f} {w.consume_rps:>14,.0f} {w.consume_mbps:>7.1f}")
+    lines.append("limits:")
+    if results.load_average:
+        load = ", ".join(f"{k} {v[0]:.1f}" for k, v in results.load_average.items())
+        lines.append(f"  1-min load average ({os.cpu_count()} cores): {load}  (other work on the machine skews rates)")
+    for e in results.enqueue.values():
+        lines.append(f"  client enqueue ceiling {size_label(e.record_size):>6}: {e.rps:,.0f} rec/s"
+                     f" ({e.mbps:,.1f} MB/s), {e.records:,} produce() calls, no broker")
+    for r in (results.loopback, results.disk):
+        if r:
+            lines.append(f"  {r.what}: {r.mbps:,.0f} MB/s ({r.detail})")
+    if results.memory:
+        m = results.memory
+        lines.append(f"  idle PSS: {m.total_mib:,.0f} MiB in {len(m.processes)} processes"
+                     f" (benchmark driver itself {m.driver_bytes / MIB:,.0f} MiB, not counted):")
+        lines.extend(f"    {count} x {name}: {pss / MIB:,.1f} MiB" for name, count, pss in group_processes(m))
+    if results.startup:
+        lines.append(f"  rafka up --detach: serving at {results.startup.bootstrap}"
+                     f" after {results.startup.seconds:.1f} s")
+    return "\n".join(lines)
+
+
+def group_processes(memory: MemoryResult) -> list[tuple[str, int, int]]:
+    """(name, process count, total PSS bytes) per process name, largest first."""
+    groups: dict[str, list[int]] = {}
+    for _, name, pss in memory.processes:
+        groups.setdefault(name, []).append(pss)
+    return sorted(((n, len(v), sum(v)) for n, v in groups.items()), key=lambda g: -g[2])
+
+
+def print_report(results: Results, output: str) -> None:
+    """Results to stdout, as text tables or as one JSON document."""
+    rows = comparison_rows(results)
+    if output == "json":
+        doc = results.to_json()
+        doc["table"] = [dict(zip(("metric", "rafka", "peer", "ratio", "target", "met"),
+                                 (r.metric, r.rafka, r.peer, r.ratio, r.target, r.met))) for r in rows]
+        print(json.dumps(doc, indent=2))
+        return
+    print(measurements_text(results))
+    print()
+    print(render_table(rows))
+    if results.failures:
+        print("\nfailed phases (tracebacks on stderr):")
+        for name, error in results.failures.items():
+            print(f"  {name}: {error.splitlines()[0] if error else ''}")
+
+
+# -- command line ------------------------------------------------------------------------
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  .venv/bin/python bench/produce_consume.py --records 100000\n"
+               "  .venv/bin/python bench/produce_consume.py --only tansu --output json")
+    parser.add_argument("--records", type=int, default=DEFAULT_RECORDS,
+                        help=f"records per workload and per enqueue test (default {DEFAULT_RECORDS:,})")
+    parser.add_argument("--skip-tansu", action="store_true", help="do not run the Tansu workload")
+    parser.add_argument("--only", choices=("rafka", "tansu"),
+                        help="run only this broker's phases (machine limits and client ceiling always run)")
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format (default text)")
+    parser.add_argument("--data-dir", type=Path,
+                        help="where logs and the dd file go (default: a fresh temporary directory, removed)")
+    args = parser.parse_args(argv)
+    if args.records < 1:
+        parser.error("--records must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    run_tansu = args.only != "rafka" and not args.skip_tansu
+    run_rafka = args.only != "tansu"
+    results = Results()
+    started = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(stdout_to_stderr())
+        if args.data_dir:
+            data_dir = args.data_dir.absolute()
+            data_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rafka-bench-")))
+        results.load_average["start"] = os.getloadavg()
+        log(f"data dir {data_dir}, {args.records:,} records per workload, load average {os.getloadavg()[0]:.1f}")
+        machine_phases(results, data_dir)
+        ceiling_phases(results, args.records)
+        if run_tansu:
+            tansu_phases(results, data_dir, args.records)
+        if run_rafka:
+            rafka_phases(results, data_dir, args.records)
+            startup_phase(results, data_dir)
+    results.load_average["end"] = os.getloadavg()
+    log(f"finished in {time.perf_counter() - started:.0f} s")
+    print_report(results, args.output)
+    return 1 if results.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
