@@ -42,6 +42,35 @@ class WorkloadResult:
 
 
 @dataclass(frozen=True)
+class WorkloadSummary:
+    """The best of several runs of one workload: the highest rate of each kind, across runs.
+
+    Best-of-N filters out interference from other work on the machine, which only ever
+    lowers a rate.
+    """
+
+    broker: str
+    record_size: int
+    runs: tuple[WorkloadResult, ...]
+
+    @property
+    def produce_rps(self) -> float:
+        return max(r.produce_rps for r in self.runs)
+
+    @property
+    def produce_mbps(self) -> float:
+        return max(r.produce_mbps for r in self.runs)
+
+    @property
+    def consume_rps(self) -> float:
+        return max(r.consume_rps for r in self.runs)
+
+    @property
+    def consume_mbps(self) -> float:
+        return max(r.consume_mbps for r in self.runs)
+
+
+@dataclass(frozen=True)
 class EnqueueResult:
     """confluent-kafka `produce()` calls/s into its local queue, with no broker reachable."""
 
@@ -97,7 +126,7 @@ class StartupResult:
 class Results:
     """Everything one run measured, plus the phases that failed (name -> error text)."""
 
-    workloads: dict[tuple[str, int], WorkloadResult] = field(default_factory=dict)
+    workloads: list[WorkloadResult] = field(default_factory=list)  # every run, in order
     enqueue: dict[int, EnqueueResult] = field(default_factory=dict)
     loopback: RateResult | None = None
     disk: RateResult | None = None
@@ -106,13 +135,18 @@ class Results:
     failures: dict[str, str] = field(default_factory=dict)
     load_average: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # "start"/"end"
 
+    def summary(self, broker: str, record_size: int) -> WorkloadSummary | None:
+        """Best-of-runs rates of one broker and record size, or None if no run succeeded."""
+        runs = tuple(w for w in self.workloads if w.broker == broker and w.record_size == record_size)
+        return WorkloadSummary(broker, record_size, runs) if runs else None
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of the raw measurements and their derived rates."""
         def workload(w: WorkloadResult) -> dict[str, Any]:
             return {**asdict(w), "produce_rps": w.produce_rps, "produce_mbps": w.produce_mbps,
                     "consume_rps": w.consume_rps, "consume_mbps": w.consume_mbps}
         return {
-            "workloads": [workload(w) for w in self.workloads.values()],
+            "workloads": [workload(w) for w in self.workloads],
             "enqueue": [{**asdict(e), "rps": e.rps, "mbps": e.mbps} for e in self.enqueue.values()],
             "loopback": {**asdict(self.loopback), "mbps": self.loopback.mbps} if self.loopback else None,
             "disk": {**asdict(self.disk), "mbps": self.disk.mbps} if self.disk else None,

@@ -5,6 +5,7 @@ From one run it measures, with confluent-kafka (acks=1, linger.ms=5, no idempote
 6 partitions, one broker):
   1. produce and consume records/s and MB/s for 100 B and 1 KiB records, on rafka and on
      Tansu (in-memory storage), checking that every produced record is consumed back;
+     each workload runs --repeat times and the table takes the best rate of each kind;
   2. the client's own ceiling: produce() calls/s into the local queue, no broker reachable;
   3. machine limits: loopback TCP throughput and dd's sequential disk write rate;
   4. the PSS of the idle rafka cluster (Ray session + ZooKeeper), against 1.2 GiB;
@@ -33,10 +34,11 @@ import _machine
 import _procmem
 import _rafka
 import _tansu
-from _results import MIB, MemoryResult, Results, Row, render_table
+from _results import MIB, MemoryResult, Results, Row, WorkloadSummary, render_table
 
 RECORD_SIZES = (100, 1024)
 DEFAULT_RECORDS = 500_000
+DEFAULT_REPEAT = 3
 PSS_TARGET_MIB = 1.2 * 1024
 UP_TARGET_S = 15.0
 PRODUCE_TARGET = 1.0
@@ -125,19 +127,21 @@ def ceiling_phases(results: Results, records: int) -> None:
             results.enqueue[size] = value
 
 
-def workload_phases(results: Results, broker: str, bootstrap: str, records: int) -> None:
-    """The produce/consume workload for every record size against one broker."""
-    for size in RECORD_SIZES:
-        value = run_phase(results, f"{broker} produce/consume {size_label(size)}",
-                          lambda: _kafka.run_workload(broker, bootstrap, size, records, timeout_s=300), 420)
-        if value:
-            results.workloads[(broker, size)] = value
+def workload_phases(results: Results, broker: str, bootstrap: str, records: int, repeat: int) -> None:
+    """The produce/consume workload, `repeat` times for every record size, against one broker."""
+    for run in range(1, repeat + 1):
+        for size in RECORD_SIZES:
+            value = run_phase(results, f"{broker} produce/consume {size_label(size)} (run {run}/{repeat})",
+                              lambda: _kafka.run_workload(broker, bootstrap, size, records, timeout_s=300), 420)
+            if value is None:
+                continue
+            results.workloads.append(value)
             log(f"  {broker} {size_label(size)}: produce {value.produce_rps:,.0f} rec/s"
                 f" {value.produce_mbps:.1f} MB/s, consume {value.consume_rps:,.0f} rec/s"
                 f" {value.consume_mbps:.1f} MB/s")
 
 
-def tansu_phases(results: Results, data_dir: Path, records: int) -> None:
+def tansu_phases(results: Results, data_dir: Path, records: int, repeat: int) -> None:
     """Start Tansu, run the workload, stop it."""
     stack = contextlib.ExitStack()
     bootstrap = run_phase(results, "tansu start",
@@ -145,7 +149,7 @@ def tansu_phases(results: Results, data_dir: Path, records: int) -> None:
     with stack:
         if bootstrap:
             log(f"  tansu serving at {bootstrap}")
-            workload_phases(results, "tansu", bootstrap, records)
+            workload_phases(results, "tansu", bootstrap, records, repeat)
 
 
 def idle_memory(bootstrap: str) -> MemoryResult:
@@ -155,7 +159,7 @@ def idle_memory(bootstrap: str) -> MemoryResult:
     return _procmem.tree_pss()
 
 
-def rafka_phases(results: Results, data_dir: Path, records: int) -> None:
+def rafka_phases(results: Results, data_dir: Path, records: int, repeat: int) -> None:
     """Start an in-process rafka cluster, measure its idle PSS, run the workload, stop it."""
     stack = contextlib.ExitStack()
     cluster = run_phase(results, "rafka cluster start",
@@ -168,7 +172,7 @@ def rafka_phases(results: Results, data_dir: Path, records: int) -> None:
         results.memory = run_phase(results, "rafka idle memory (PSS)", lambda: idle_memory(bootstrap), 120)
         if results.memory:
             log(f"  idle PSS {results.memory.total_mib:,.0f} MiB over {len(results.memory.processes)} processes")
-        workload_phases(results, "rafka", bootstrap, records)
+        workload_phases(results, "rafka", bootstrap, records, repeat)
     log("rafka cluster stopped")
 
 
@@ -180,22 +184,27 @@ def startup_phase(results: Results, data_dir: Path) -> None:
 
 # -- reporting ---------------------------------------------------------------------------
 
+def _rate(summary: WorkloadSummary | None, kind: str, unit: str) -> float | None:
+    """`summary.<kind>_<unit>` (e.g. produce_rps), or None when the workload did not run."""
+    return getattr(summary, f"{kind}_{unit}") if summary else None
+
+
 def comparison_rows(results: Results) -> list[Row]:
     """The final table: rafka against Tansu, the client's ceiling, the machine, and targets."""
     rows: list[Row] = []
     for size in RECORD_SIZES:
-        ours, peer = results.workloads.get(("rafka", size)), results.workloads.get(("tansu", size))
+        ours, peer = results.summary("rafka", size), results.summary("tansu", size)
         label = size_label(size)
         for kind, target in (("produce", PRODUCE_TARGET), ("consume", CONSUME_TARGET)):
-            rps = lambda w: getattr(w, f"{kind}_rps") if w else None  # noqa: E731
-            mbps = lambda w: getattr(w, f"{kind}_mbps") if w else None  # noqa: E731
-            rows.append(Row(f"{kind} {label} rec/s vs tansu", rps(ours), rps(peer), "rec/s", (">=", target)))
-            rows.append(Row(f"{kind} {label} MB/s vs tansu", mbps(ours), mbps(peer), "MB/s"))
+            rows.append(Row(f"{kind} {label} rec/s vs tansu", _rate(ours, kind, "rps"), _rate(peer, kind, "rps"),
+                            "rec/s", (">=", target)))
+            rows.append(Row(f"{kind} {label} MB/s vs tansu", _rate(ours, kind, "mbps"), _rate(peer, kind, "mbps"),
+                            "MB/s"))
     for size in RECORD_SIZES:
-        ours, ceiling = results.workloads.get(("rafka", size)), results.enqueue.get(size)
+        ours, ceiling = results.summary("rafka", size), results.enqueue.get(size)
         rows.append(Row(f"produce {size_label(size)} rec/s vs client enqueue ceiling",
                         ours.produce_rps if ours else None, ceiling.rps if ceiling else None, "rec/s"))
-    big = results.workloads.get(("rafka", 1024))
+    big = results.summary("rafka", 1024)
     loopback = results.loopback.mbps if results.loopback else None
     rows.append(Row("produce 1 KiB MB/s vs loopback TCP", big.produce_mbps if big else None, loopback, "MB/s"))
     rows.append(Row("consume 1 KiB MB/s vs loopback TCP", big.consume_mbps if big else None, loopback, "MB/s"))
@@ -210,10 +219,11 @@ def comparison_rows(results: Results) -> list[Row]:
 
 def measurements_text(results: Results) -> str:
     """The raw figures behind the table: every broker workload and every limit."""
-    lines = ["workloads (confluent-kafka, acks=1, linger.ms=5, 6 partitions, 1 broker):",
+    lines = ["workload runs (confluent-kafka, acks=1, linger.ms=5, 6 partitions, 1 broker;"
+             " the table below takes the best run of each rate):",
              f"  {'broker':<6} {'size':>6} {'records':>9} {'produce rec/s':>14} {'MB/s':>7}"
              f" {'consume rec/s':>14} {'MB/s':>7}"]
-    for w in results.workloads.values():
+    for w in results.workloads:
         lines.append(f"  {w.broker:<6} {size_label(w.record_size):>6} {w.records:>9,} {w.produce_rps:>14,.0f}"
                      f" {w.produce_mbps:>7.1f} {w.consume_rps:>14,.0f} {w.consume_mbps:>7.1f}")
     lines.append("limits:")
@@ -272,6 +282,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                "  .venv/bin/python bench/produce_consume.py --only tansu --output json")
     parser.add_argument("--records", type=int, default=DEFAULT_RECORDS,
                         help=f"records per workload and per enqueue test (default {DEFAULT_RECORDS:,})")
+    parser.add_argument("--repeat", type=int, default=DEFAULT_REPEAT,
+                        help=f"runs of each workload; the table shows the best rate of each (default {DEFAULT_REPEAT})")
     parser.add_argument("--skip-tansu", action="store_true", help="do not run the Tansu workload")
     parser.add_argument("--only", choices=("rafka", "tansu"),
                         help="run only this broker's phases (machine limits and client ceiling always run)")
@@ -279,8 +291,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data-dir", type=Path,
                         help="where logs and the dd file go (default: a fresh temporary directory, removed)")
     args = parser.parse_args(argv)
-    if args.records < 1:
-        parser.error("--records must be at least 1")
+    if args.records < 1 or args.repeat < 1:
+        parser.error("--records and --repeat must be at least 1")
     return args
 
 
@@ -302,9 +314,9 @@ def main(argv: list[str] | None = None) -> int:
         machine_phases(results, data_dir)
         ceiling_phases(results, args.records)
         if run_tansu:
-            tansu_phases(results, data_dir, args.records)
+            tansu_phases(results, data_dir, args.records, args.repeat)
         if run_rafka:
-            rafka_phases(results, data_dir, args.records)
+            rafka_phases(results, data_dir, args.records, args.repeat)
             startup_phase(results, data_dir)
     results.load_average["end"] = os.getloadavg()
     log(f"finished in {time.perf_counter() - started:.0f} s")

@@ -59,7 +59,7 @@ def produce(bootstrap: str, count: int, size: int) -> float:
                 break
             except BufferError:
                 producer.poll(0.05)
-        if i % 50_000 == 0:
+        if i % 100_000 == 0:
             producer.poll(0)
             progress("produced", i, count, started)
     remaining = producer.flush(120)
@@ -96,7 +96,8 @@ def consume_and_verify(bootstrap: str, count: int, size: int) -> float:
             expected_next[p] += PARTITIONS
             expected_offset[p] += 1
             seen += 1
-        progress("consumed", seen, count, started)
+        if seen % 100_000 < 10_000 or seen == count:
+            progress("consumed", seen, count, started)
     elapsed = time.monotonic() - started
     print(file=sys.stderr)
     consumer.close()

@@ -1,0 +1,84 @@
+"""Three brokers on loopback: leaders spread, each front end serves only its own leaders."""
+from __future__ import annotations
+
+import pytest
+
+from rafka.net.client import KafkaConnection
+from rafka.partition_worker.record_batch import Record, encode_batch
+
+METADATA, PRODUCE, CREATE_TOPICS = 3, 0, 19
+
+
+@pytest.fixture(scope="module")
+def three_brokers(rafka_cluster, tmp_path_factory):
+    """A second cluster (own ZooKeeper, own Ray namespace) inside the session's Ray."""
+    from rafka.cluster import Cluster
+
+    cluster = Cluster(tmp_path_factory.mktemp("three"), brokers=3, first_port=0, namespace="rafka-three")
+    cluster.start()
+    yield cluster
+    cluster.stop()
+
+
+def produce_to(address: str, topic: str, partition: int) -> int:
+    body = {"transactional_id": None, "acks": 1, "timeout_ms": 10000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": partition, "records": encode_batch(
+            [Record(0, 1_700_000_000_000, b"k", b"v")])}]}]}
+    with KafkaConnection.to(address) as conn:
+        return conn.request(PRODUCE, 9, body)["responses"][0]["partition_responses"][0]["error_code"]
+
+
+def test_metadata_lists_every_broker_and_spreads_leaders(three_brokers):
+    with KafkaConnection.to(three_brokers.brokers[1].address) as conn:
+        created = conn.request(CREATE_TOPICS, 5, {"topics": [{"name": "spread", "num_partitions": 6,
+                                                              "replication_factor": 1, "assignments": [],
+                                                              "configs": []}],
+                                                  "timeout_ms": 30000, "validate_only": False})
+        assert created["topics"][0]["error_code"] == 0
+        meta = conn.request(METADATA, 12, {"topics": [{"topic_id": None, "name": "spread"}],
+                                           "allow_auto_topic_creation": False,
+                                           "include_topic_authorized_operations": False})
+    assert {b["node_id"] for b in meta["brokers"]} == {0, 1, 2}
+    assert meta["controller_id"] in (0, 1, 2)
+    leaders = {p["partition_index"]: p["leader_id"] for p in meta["topics"][0]["partitions"]}
+    assert set(leaders.values()) == {0, 1, 2}
+
+
+def test_front_end_refuses_partitions_led_elsewhere(three_brokers):
+    from tests.waiting import wait_until
+
+    for handle in three_brokers.brokers.values():  # every broker has heard of the topic
+        with KafkaConnection.to(handle.address) as conn:
+            wait_until(lambda: conn.request(METADATA, 12, {
+                "topics": [{"topic_id": None, "name": "spread"}], "allow_auto_topic_creation": False,
+                "include_topic_authorized_operations": False})["topics"][0]["error_code"] == 0, timeout_s=10,
+                message=f"broker {handle.broker_id} knows the topic")
+    with KafkaConnection.to(three_brokers.brokers[0].address) as conn:
+        meta = conn.request(METADATA, 12, {"topics": [{"topic_id": None, "name": "spread"}],
+                                           "allow_auto_topic_creation": False,
+                                           "include_topic_authorized_operations": False})
+    for p in meta["topics"][0]["partitions"]:
+        for broker_id, handle in three_brokers.brokers.items():
+            code = produce_to(handle.address, "spread", p["partition_index"])
+            expected = 0 if broker_id == p["leader_id"] else 6  # NOT_LEADER_OR_FOLLOWER
+            assert code == expected, (p, broker_id)
+
+
+def test_a_real_client_routes_by_leader_across_brokers(three_brokers):
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    bootstrap = three_brokers.bootstrap_servers
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": False, "acks": 1})
+    for i in range(600):
+        producer.produce("spread", b"m%d" % i, partition=i % 6)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "spread", "enable.auto.commit": False})
+    consumer.assign([TopicPartition("spread", p, 0) for p in range(6)])
+    got = []
+    import time
+    deadline = time.monotonic() + 30
+    while len(got) < 600 + 6 * 6 * 0 and time.monotonic() < deadline:
+        got += [m for m in consumer.consume(500, timeout=0.5) if m.error() is None]
+    consumer.close()
+    values = {m.value() for m in got}
+    assert {b"m%d" % i for i in range(600)} <= values

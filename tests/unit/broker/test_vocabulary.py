@@ -1,0 +1,111 @@
+"""Pure pieces under the actors: names, config, log-dir identity, replica arithmetic."""
+from __future__ import annotations
+
+import pytest
+
+from rafka.actors.naming import coordinator_name, frontend_name, parse_actor_name, replica_name
+from rafka.common.config import BrokerConfig, LogConfig, read_properties
+from rafka.common.errors import ErrorCode, InvalidConfigError, StartupError
+from rafka.common.types import Endpoint, TopicPartition, topic_name_problem
+from rafka.partition_worker.log_dirs import check_meta_properties, choose_log_dir
+from rafka.partition_worker.replica_state import LeaderAndIsr, ReplicaState
+
+
+@pytest.mark.parametrize("tp", [TopicPartition("orders", 3), TopicPartition("a-b-c", 0),
+                                TopicPartition("__consumer_offsets", 49)], ids=str)
+def test_actor_names_round_trip(tp):
+    assert parse_actor_name(replica_name(7, tp)).tp == tp
+    assert parse_actor_name(replica_name(7, tp)).broker_id == 7
+    assert parse_actor_name(coordinator_name(2)).kind == "coordinator"
+    assert parse_actor_name(frontend_name(2)).broker_id == 2
+
+
+@pytest.mark.parametrize("name", ["replica:x:orders-1", "replica:1:orders", "worker:1", "frontend:x", "nocolon"])
+def test_foreign_actor_names_are_refused(name):
+    with pytest.raises(ValueError):
+        parse_actor_name(name)
+
+
+def test_topic_partition_prints_like_kafka():
+    assert str(TopicPartition("orders", 3)) == "orders-3"
+    assert TopicPartition.parse("my-topic-12") == TopicPartition("my-topic", 12)
+
+
+@pytest.mark.parametrize("name,legal", [("orders", True), ("a.b_c-d", True), ("", False), ("..", False),
+                                       ("bad/name", False), ("x" * 250, False), ("x" * 249, True)])
+def test_topic_name_rules_follow_kafka(name, legal):
+    assert (topic_name_problem(name) is None) == legal
+
+
+def test_server_properties_are_read_with_kafkas_names(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("# comment\nbroker.id=3\nlisteners=PLAINTEXT://127.0.0.1:19092\n"
+                    "log.dirs=/a,/b\nnum.partitions = 6\nauto.create.topics.enable=false\n"
+                    "log.segment.bytes: 1048576\nsome.unknown.key=1\nzookeeper.connect=127.0.0.1:2181/\\\nchroot\n")
+    config = BrokerConfig.from_properties(path)
+    assert config.broker_id == 3 and config.num_partitions == 6 and config.log_dirs == ("/a", "/b")
+    assert config.auto_create_topics_enable is False and config.log_segment_bytes == 1 << 20
+    assert config.zookeeper_connect == "127.0.0.1:2181/chroot"
+    assert config.unused == ("some.unknown.key",)
+    assert Endpoint.parse(config.listeners[0]) == Endpoint("PLAINTEXT", "127.0.0.1", 19092)
+
+
+def test_bad_config_values_are_refused_with_the_key_name():
+    with pytest.raises(InvalidConfigError, match="num.partitions"):
+        BrokerConfig.from_mapping({"num.partitions": "zero"})
+    with pytest.raises(InvalidConfigError, match="log.segment.bytes"):
+        BrokerConfig.from_mapping({"log.segment.bytes": "10"})
+
+
+def test_topic_overrides_use_topic_names():
+    config = LogConfig().with_overrides({"segment.bytes": "1048576", "cleanup.policy": "delete"})
+    assert config.segment_bytes == 1 << 20
+    with pytest.raises(InvalidConfigError):
+        LogConfig().with_overrides({"no.such.config": "1"})
+
+
+def test_properties_reader_handles_separators_and_comments():
+    assert read_properties("a=1\n! bang\nb : 2\nc 3\n") == {"a": "1", "b": "2", "c": "3"}
+
+
+def test_log_dir_of_another_broker_or_cluster_is_refused(tmp_path):
+    check_meta_properties(tmp_path, 1, "cluster-A")
+    check_meta_properties(tmp_path, 1, "cluster-A")  # same identity: fine
+    assert "broker.id=1" in (tmp_path / "meta.properties").read_text()
+    with pytest.raises(StartupError, match="broker.id"):
+        check_meta_properties(tmp_path, 2, "cluster-A")
+    with pytest.raises(StartupError, match="Cluster ID"):
+        check_meta_properties(tmp_path, 1, "cluster-B")
+
+
+def test_new_partition_goes_to_the_emptiest_log_dir(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    (a / "t-0").mkdir(parents=True)
+    (a / "t-1").mkdir()
+    (b / "u-0").mkdir(parents=True)
+    assert choose_log_dir((str(a), str(b)), TopicPartition("v", 0)) == str(b)
+    assert choose_log_dir((str(a), str(b)), TopicPartition("t", 1)) == str(a)  # where it already is
+
+
+def test_leader_high_watermark_is_the_smallest_isr_end_offset():
+    state = ReplicaState(broker_id=1)
+    assert state.apply(LeaderAndIsr(1, 0, (1, 2), (1, 2), 1), log_end_offset=10) is ErrorCode.NONE
+    assert state.high_watermark == 0  # follower 2 has fetched nothing yet
+    state.follower_end_offsets[2] = 6
+    assert state.advance_high_watermark(10) == 6
+    state.follower_end_offsets[2] = 4
+    assert state.advance_high_watermark(10) == 6  # never moves backwards
+
+
+def test_single_replica_leader_high_watermark_follows_the_log_end():
+    state = ReplicaState(broker_id=0)
+    state.apply(LeaderAndIsr(0, 0, (0,), (0,), 1), log_end_offset=5)
+    assert state.high_watermark == 5 and state.advance_high_watermark(9) == 9
+
+
+def test_stale_controller_or_leader_epoch_is_refused():
+    state = ReplicaState(broker_id=0)
+    state.apply(LeaderAndIsr(0, 3, (0,), (0,), 5), log_end_offset=0)
+    assert state.apply(LeaderAndIsr(0, 4, (0,), (0,), 4), 0) is ErrorCode.STALE_CONTROLLER_EPOCH
+    assert state.apply(LeaderAndIsr(0, 2, (0,), (0,), 5), 0) is ErrorCode.FENCED_LEADER_EPOCH
+    assert state.leader_epoch == 3
