@@ -27,6 +27,10 @@ CONSUMER_CONFIG = {
     "group.id": "rafka-bench",  # required by librdkafka; no subscribe/commit (no groups yet)
     "enable.auto.commit": False,
     "auto.offset.reset": "earliest",
+    # librdkafka backs a partition off for 1 s when its local queue is full (queued.min.messages);
+    # with a fast broker that backoff, not the broker, sets the pace and rates jump between two
+    # levels from run to run. Both brokers get the same shorter backoff so the broker is measured.
+    "fetch.queue.backoff.ms": 20,
 }
 CONSUME_BATCH = 10_000
 

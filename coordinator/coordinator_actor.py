@@ -39,6 +39,7 @@ from rafka.coordinator.zk_data import BrokerRegistration, TopicAssignment
 from rafka.coordinator.zk_store import ZkStore
 from rafka.net.frontend_actor import Frontend
 from rafka.net.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
+from rafka.partition_worker.data_channel import socket_path
 from rafka.partition_worker.log_dirs import check_meta_properties, choose_log_dir, find_partition_dir
 from rafka.partition_worker.replica_actor import PartitionReplica
 from rafka.partition_worker.replica_state import LeaderAndIsr
@@ -64,6 +65,7 @@ class BrokerCoordinator:
         self._frontend: Any = None
         self._endpoint: Endpoint | None = None
         self._replicas: dict[TopicPartition, Any] = {}
+        self._sockets: dict[TopicPartition, str] = {}
         self._roles: dict[TopicPartition, LeaderAndIsr] = {}
         self._metadata = ClusterMetadata()
         self._metadata_changed = asyncio.Event()
@@ -146,7 +148,7 @@ class BrokerCoordinator:
         pids = {coordinator_name(self._id): os.getpid(),
                 frontend_name(self._id): await self._frontend.pid.remote()}
         for tp, actor in self._replicas.items():
-            pids[replica_name(self._id, tp)] = await actor.ready.remote()
+            pids[replica_name(self._id, tp)] = (await actor.ready.remote())["pid"]
         return pids
 
     def _kick_threadsafe(self, *_: Any) -> None:
@@ -244,7 +246,8 @@ class BrokerCoordinator:
         for tp, code in zip(changed, results):
             if code == ErrorCode.NONE:
                 self._roles[tp] = wanted[tp]
-        leaders = {tp: self._replicas[tp] for tp, order in wanted.items() if order.leader == self._id}
+        leaders = {tp: (self._replicas[tp], self._sockets[tp]) for tp, order in wanted.items()
+                   if order.leader == self._id}
         await self._frontend.update_metadata.remote(metadata, leaders)
         self._metadata = metadata
         self._metadata_changed.set()
@@ -269,9 +272,12 @@ class BrokerCoordinator:
                 log_dir = choose_log_dir(self._config.log_dirs, tp)
                 actor = ReplicaActor.options(
                     name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
-                    **pin_to_node(self._node_id)).remote(self._id, tp, log_dir, topic_configs[tp.topic])
+                    **pin_to_node(self._node_id)).remote(self._id, tp, log_dir, topic_configs[tp.topic],
+                                                         socket_path(self._namespace, name))
             started[tp] = actor
-        await asyncio.gather(*[a.ready.remote() for a in started.values()])
+        answers = await asyncio.gather(*[a.ready.remote() for a in started.values()])
+        for tp, answer in zip(started, answers):
+            self._sockets[tp] = answer["socket"]
         self._replicas.update(started)
         self._log.info("started %d partition replicas", len(started))
 
@@ -280,6 +286,7 @@ class BrokerCoordinator:
         for tp in tps:
             actor = self._replicas.pop(tp)
             self._roles.pop(tp, None)
+            self._sockets.pop(tp, None)
             try:
                 await actor.close.remote()
             except Exception:  # noqa: BLE001

@@ -1,77 +1,109 @@
 """The front end's path to the partition replicas on its own broker.
 
-A plain Ray actor call costs 1.4–2.2 ms round trip and one caller reaches about 1,800
-calls/s, so one call per partition per produce request would cap throughput far below
-what a client sends. Instead each replica gets a `ReplicaChannel` that keeps at most one
-append call in flight: requests that arrive meanwhile queue up and travel together in the
-next call (group commit). The busier the partition, the more requests share a call, so
-the call rate stays bounded while throughput grows with batch size. Fetches are one call
-per partition per request and answer with file regions, never with the bytes.
+A plain Ray actor call costs 1.4–2.2 ms round trip, one caller reaches about 1,800
+calls/s, and an argument over 100 KiB goes through Ray's object store: measured here, a
+produce of 6 × 100 KiB batches took 28 ms as actor calls. So the hot path does not use
+actor calls. Each leader replica listens on a Unix domain socket (`data_channel.py`);
+its `ReplicaChannel` keeps one connection to it and pipelines: appends are written as
+they arrive (the socket keeps their order, and the replica applies them in that order),
+reads are answered by request id so a parked read holds nothing up. Fetch answers are
+file regions, never the bytes: the front end sends them to the client with sendfile.
+Ray actor calls remain for the rare control-like requests (ListOffsets).
 """
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
-from typing import Any
+import itertools
+import logging
+from typing import Any, Callable
 
 from rafka.common.errors import ErrorCode
+from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.messages import FetchResult, OffsetLookup, ProduceResult
 
-# Upper bound on the bytes one coalesced append call carries.
-MAX_COALESCED_BYTES = 16 << 20
-
-
-@dataclass
-class _Queued:
-    records: Any
-    acks: int
-    future: asyncio.Future = field(repr=False)
+log = logging.getLogger(__name__)
 
 
 class ReplicaChannel:
-    """Appends to one leader replica with at most one call in flight, coalescing the rest."""
+    """Appends to and reads from one local leader replica over its data socket."""
 
-    def __init__(self, actor: Any) -> None:
+    def __init__(self, actor: Any, socket_path: str) -> None:
         self.actor = actor
-        self._queue: list[_Queued] = []
-        self._busy = False
+        self.socket_path = socket_path
+        self._ids = itertools.count(1)
+        self._pending: dict[int, tuple[asyncio.Future, Callable[[memoryview], Any]]] = {}
+        self._writer: asyncio.StreamWriter | None = None
+        self._connecting: asyncio.Future | None = None
 
-    async def append(self, records: Any, acks: int) -> ProduceResult:
+    async def _connection(self) -> asyncio.StreamWriter:
+        if self._writer is not None and not self._writer.is_closing():
+            return self._writer
+        if self._connecting is None:
+            self._connecting = asyncio.ensure_future(self._connect())
+        try:
+            return await asyncio.shield(self._connecting)
+        finally:
+            if self._connecting is not None and self._connecting.done():
+                self._connecting = None
+
+    async def _connect(self) -> asyncio.StreamWriter:
+        reader, writer = await asyncio.open_unix_connection(self.socket_path, limit=1 << 20)
+        self._writer = writer
+        asyncio.ensure_future(self._read_answers(reader, writer))
+        return writer
+
+    async def _read_answers(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                length, request_id = dc.FRAME_HEAD.unpack(await reader.readexactly(dc.FRAME_HEAD.size))
+                body = memoryview(await reader.readexactly(length - 4))
+                entry = self._pending.pop(request_id, None)
+                if entry is not None and not entry[0].done():
+                    future, decode = entry
+                    future.set_result(decode(body))
+        except (asyncio.IncompleteReadError, ConnectionError, OSError) as e:
+            log.info("data connection to %s closed: %s", self.socket_path, e)
+        finally:
+            if self._writer is writer:
+                self._writer = None
+            writer.close()
+            self._fail_pending()
+
+    def _fail_pending(self) -> None:
+        pending, self._pending = self._pending, {}
+        for future, _ in pending.values():
+            if not future.done():
+                future.set_exception(ConnectionError("replica data connection lost"))
+
+    async def _call(self, parts: list, decode: Callable[[memoryview], Any]) -> Any:
+        writer = await self._connection()
+        request_id = next(self._ids) & 0xFFFFFFFF
         future = asyncio.get_running_loop().create_future()
-        self._queue.append(_Queued(records, acks, future))
-        if not self._busy:
-            self._busy = True
-            asyncio.ensure_future(self._drain())
+        self._pending[request_id] = (future, decode)
+        length = 4 + sum(len(p) for p in parts)
+        writer.writelines([dc.FRAME_HEAD.pack(length, request_id), *parts])
+        await writer.drain()
         return await future
 
-    async def _drain(self) -> None:
+    async def append(self, records: Any, acks: int) -> ProduceResult:
         try:
-            while self._queue:
-                batch, size = [], 0
-                acks = self._queue[0].acks
-                while self._queue and self._queue[0].acks == acks and (not batch or size < MAX_COALESCED_BYTES):
-                    item = self._queue.pop(0)
-                    batch.append(item)
-                    size += len(item.records)
-                payload = [bytes(item.records) for item in batch]
-                try:
-                    results = await self.actor.append.remote(payload, acks)
-                except Exception as e:  # the replica process is gone: fail these, keep serving
-                    results = [ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, error_message=str(e))] * len(batch)
-                for item, result in zip(batch, results):
-                    if not item.future.done():
-                        item.future.set_result(result)
-        finally:
-            self._busy = False
+            results = await self._call(dc.encode_append([records], acks), dc.decode_produce_results)
+        except (ConnectionError, OSError) as e:  # the replica is gone: the client will refresh metadata
+            return ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, error_message=str(e))
+        return results[0]
 
     async def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> FetchResult:
         try:
-            return await self.actor.read.remote(fetch_offset, max_bytes, max_wait_ms)
-        except Exception:
+            return await self._call([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)], dc.decode_fetch_result)
+        except (ConnectionError, OSError):
             return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     async def list_offset(self, timestamp: int) -> OffsetLookup:
         try:
             return await self.actor.list_offset.remote(timestamp)
-        except Exception:
+        except Exception:  # noqa: BLE001 - the replica process is gone
             return OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()

@@ -49,12 +49,18 @@ class Frontend:
         return os.getpid()
 
     # -- pushed by the broker's coordinator -----------------------------------------
-    def update_metadata(self, metadata: ClusterMetadata, leaders: dict[TopicPartition, Any]) -> None:
-        """Swap in a new metadata snapshot and the local leader replicas (actor handles)."""
+    def update_metadata(self, metadata: ClusterMetadata, leaders: dict[TopicPartition, tuple[Any, str]]) -> None:
+        """Swap in a new metadata snapshot and the local leaders: (replica actor, data socket path)."""
         channels = {}
-        for tp, actor in leaders.items():
+        for tp, (actor, socket_path) in leaders.items():
             existing = self._channels.get(tp)
-            channels[tp] = existing if existing is not None and existing.actor._actor_id == actor._actor_id else ReplicaChannel(actor)
+            if existing is not None and existing.socket_path == socket_path:
+                channels[tp] = existing
+            else:
+                channels[tp] = ReplicaChannel(actor, socket_path)
+        for tp, channel in self._channels.items():
+            if channels.get(tp) is not channel:
+                channel.close()
         self._channels = channels
         self.metadata = metadata
 

@@ -21,6 +21,7 @@ from rafka.common.config import LogConfig
 from rafka.common.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
+from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.messages import (
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
@@ -38,8 +39,11 @@ def partition_dir(log_dir: str, tp: TopicPartition) -> Path:
 class PartitionReplica:
     """One replica of one partition. Created by its broker's `BrokerCoordinator` only."""
 
-    def __init__(self, broker_id: int, tp: TopicPartition, log_dir: str, config: LogConfig) -> None:
+    def __init__(self, broker_id: int, tp: TopicPartition, log_dir: str, config: LogConfig,
+                 socket_path: str | None = None) -> None:
         self._tp = tp
+        self._socket_path = socket_path
+        self._data_server: asyncio.base_events.Server | None = None
         self._config = config
         self._log_dir = log_dir
         self._logger = Prefixed(logging.getLogger(__name__), f"[PartitionReplica {tp} broker={broker_id}]")
@@ -51,9 +55,17 @@ class PartitionReplica:
                           time.monotonic() - started, self._log.log_start_offset, self._log.log_end_offset)
 
     # -- control plane -------------------------------------------------------------
-    def ready(self) -> int:
-        """Answers once the log is open; returns the process id (tests kill it by pid)."""
-        return os.getpid()
+    async def ready(self) -> dict:
+        """Answers once the log is open and the data socket listens: {"pid", "socket"}."""
+        if self._socket_path and self._data_server is None:
+            Path(self._socket_path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.unlink(self._socket_path)
+            except FileNotFoundError:
+                pass
+            self._data_server = await asyncio.start_unix_server(self._serve_data, path=self._socket_path,
+                                                                limit=1 << 20)
+        return {"pid": os.getpid(), "socket": self._socket_path}
 
     def become(self, order: LeaderAndIsr) -> ErrorCode:
         """Take the role the controller decided (idempotent: a repeat changes nothing)."""
@@ -81,7 +93,44 @@ class PartitionReplica:
 
     def close(self) -> None:
         """Clean shutdown: flush and mark the log clean, so the next open skips recovery."""
+        if self._data_server is not None:
+            self._data_server.close()
+            self._data_server = None
+            try:
+                os.unlink(self._socket_path)
+            except (FileNotFoundError, TypeError):
+                pass
         self._log.close()
+
+    # -- the data socket (see data_channel.py) ----------------------------------------
+    async def _serve_data(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Serve one front end's appends and reads. Appends apply in arrival order."""
+        try:
+            while True:
+                head = await reader.readexactly(dc.FRAME_HEAD.size)
+                length, request_id = dc.FRAME_HEAD.unpack(head)
+                body = memoryview(await reader.readexactly(length - 4))
+                op = body[0]
+                if op == dc.OP_APPEND:
+                    acks, record_sets = dc.decode_append(body)
+                    answer = dc.encode_produce_results(self.append(record_sets, acks))
+                    writer.write(dc.frame(request_id, answer))
+                elif op == dc.OP_READ:
+                    asyncio.ensure_future(self._answer_read(writer, request_id, *dc.decode_read(body)))
+                else:
+                    raise ValueError(f"unknown data-plane op {op}")
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        except Exception:
+            self._logger.exception("closing a data connection after a malformed frame")
+        finally:
+            writer.close()
+
+    async def _answer_read(self, writer: asyncio.StreamWriter, request_id: int, offset: int, max_bytes: int,
+                           max_wait_ms: int) -> None:
+        result = await self.read(offset, max_bytes, max_wait_ms)
+        if not writer.is_closing():
+            writer.write(dc.frame(request_id, dc.encode_fetch_result(result)))
 
     # -- data plane ----------------------------------------------------------------
     def append(self, batches: list, acks: int) -> list[ProduceResult]:

@@ -1,0 +1,41 @@
+"""The front end ↔ replica data-plane format round-trips and refuses overruns."""
+from __future__ import annotations
+
+import pytest
+
+from rafka.common.errors import ErrorCode
+from rafka.partition_worker import data_channel as dc
+from rafka.partition_worker.messages import FetchResult, ProduceResult, Region
+
+
+def body_of(parts) -> memoryview:
+    return memoryview(b"".join(bytes(p) for p in parts))
+
+
+def test_append_round_trip():
+    acks, sets = dc.decode_append(body_of(dc.encode_append([b"abc", b"", b"x" * 1000], -1)))
+    assert acks == -1 and [bytes(s) for s in sets] == [b"abc", b"", b"x" * 1000]
+
+
+def test_append_that_runs_past_the_frame_is_refused():
+    body = body_of(dc.encode_append([b"abcdef"], 1))[:-2]
+    with pytest.raises(ValueError):
+        dc.decode_append(body)
+
+
+def test_produce_results_round_trip():
+    results = [ProduceResult(ErrorCode.NONE, 10, -1, 0), ProduceResult(ErrorCode.CORRUPT_MESSAGE, -1, -1, -1, "bad crc")]
+    assert dc.decode_produce_results(memoryview(dc.encode_produce_results(results))) == results
+
+
+def test_read_and_fetch_result_round_trip():
+    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 500))) == (42, 1 << 20, 500)
+    result = FetchResult(ErrorCode.NONE, 100, 100, 0, (Region("/data/t-0/00000000000000000000.log", 0, 4096),
+                                                      Region("/data/t-0/00000000000000000090.log", 12, 99)))
+    assert dc.decode_fetch_result(memoryview(dc.encode_fetch_result(result))) == result
+
+
+def test_socket_paths_fit_the_unix_limit_even_for_long_topic_names():
+    path = dc.socket_path("rafka", "replica:0:" + "t" * 249 + "-0")
+    assert len(path.encode()) < 107
+    assert path != dc.socket_path("rafka", "replica:1:" + "t" * 249 + "-0")
