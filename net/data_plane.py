@@ -48,6 +48,7 @@ class ReplicaChannel:
 
     async def _connect(self) -> asyncio.StreamWriter:
         reader, writer = await asyncio.open_unix_connection(self.socket_path, limit=1 << 20)
+        dc.widen_socket_buffers(writer.get_extra_info("socket"))
         self._writer = writer
         asyncio.ensure_future(self._read_answers(reader, writer))
         return writer

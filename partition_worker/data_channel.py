@@ -36,6 +36,24 @@ _REGION = struct.Struct(">HqI")              # path length, position, length
 SOCKET_DIR = Path(tempfile.gettempdir()) / f"rafka-{os.getuid()}"
 
 
+# Produce requests carry megabytes; the default Unix socket buffers (~200 KiB) would make
+# asyncio buffer and re-copy each large write many times before the kernel takes it.
+SOCKET_BUFFER_BYTES = 4 << 20
+
+
+def widen_socket_buffers(sock) -> None:
+    """Give a data-plane socket buffers large enough for whole produce requests."""
+    import socket
+
+    if sock is None:
+        return
+    for option in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, option, SOCKET_BUFFER_BYTES)
+        except OSError:
+            pass
+
+
 def socket_path(namespace: str, name: str) -> str:
     digest = hashlib.sha1(f"{namespace}/{name}".encode()).hexdigest()[:20]
     return str(SOCKET_DIR / f"{digest}.sock")

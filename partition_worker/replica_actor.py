@@ -105,6 +105,7 @@ class PartitionReplica:
     # -- the data socket (see data_channel.py) ----------------------------------------
     async def _serve_data(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve one front end's appends and reads. Appends apply in arrival order."""
+        dc.widen_socket_buffers(writer.get_extra_info("socket"))
         try:
             while True:
                 head = await reader.readexactly(dc.FRAME_HEAD.size)
