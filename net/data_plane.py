@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from rafka.common.errors import ErrorCode
 from rafka.partition_worker import data_channel as dc
@@ -25,33 +25,52 @@ log = logging.getLogger(__name__)
 
 
 class ReplicaChannel:
-    """Appends to and reads from one local leader replica over its data socket."""
+    """Appends to and reads from one local leader replica over its data socket.
+
+    Requests are queued for the socket at the moment `append` or `read` is *called*, not
+    when the returned awaitable first runs, so two produce requests for one partition reach
+    the replica in the order the front end read them from the client, even while the
+    connection is still being opened.
+    """
 
     def __init__(self, actor: Any, socket_path: str) -> None:
         self.actor = actor
         self.socket_path = socket_path
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[asyncio.Future, Callable[[memoryview], Any]]] = {}
+        self._outbox: list[list] = []
         self._writer: asyncio.StreamWriter | None = None
-        self._connecting: asyncio.Future | None = None
+        self._sender: asyncio.Task | None = None
 
-    async def _connection(self) -> asyncio.StreamWriter:
-        if self._writer is not None and not self._writer.is_closing():
-            return self._writer
-        if self._connecting is None:
-            self._connecting = asyncio.ensure_future(self._connect())
+    def _submit(self, parts: list, decode: Callable[[memoryview], Any]) -> asyncio.Future:
+        """Queue one request (in call order) and return the future of its answer."""
+        request_id = next(self._ids) & 0xFFFFFFFF
+        future = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = (future, decode)
+        length = 4 + sum(len(p) for p in parts)
+        self._outbox.append([dc.FRAME_HEAD.pack(length, request_id), *parts])
+        if self._sender is None or self._sender.done():
+            self._sender = asyncio.ensure_future(self._send())
+        return future
+
+    async def _send(self) -> None:
+        """Write queued requests in order; one sender at a time per channel."""
         try:
-            return await asyncio.shield(self._connecting)
-        finally:
-            if self._connecting is not None and self._connecting.done():
-                self._connecting = None
-
-    async def _connect(self) -> asyncio.StreamWriter:
-        reader, writer = await asyncio.open_unix_connection(self.socket_path, limit=1 << 20)
-        dc.widen_socket_buffers(writer.get_extra_info("socket"))
-        self._writer = writer
-        asyncio.ensure_future(self._read_answers(reader, writer))
-        return writer
+            while self._outbox:
+                writer = self._writer
+                if writer is None or writer.is_closing():
+                    reader, writer = await asyncio.open_unix_connection(self.socket_path, limit=1 << 20)
+                    dc.widen_socket_buffers(writer.get_extra_info("socket"))
+                    self._writer = writer
+                    asyncio.ensure_future(self._read_answers(reader, writer))
+                batch, self._outbox = self._outbox, []
+                for parts in batch:
+                    writer.writelines(parts)
+                await writer.drain()
+        except (ConnectionError, OSError) as e:
+            log.info("data connection to %s failed: %s", self.socket_path, e)
+            self._outbox.clear()
+            self._fail_pending()
 
     async def _read_answers(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -76,26 +95,25 @@ class ReplicaChannel:
             if not future.done():
                 future.set_exception(ConnectionError("replica data connection lost"))
 
-    async def _call(self, parts: list, decode: Callable[[memoryview], Any]) -> Any:
-        writer = await self._connection()
-        request_id = next(self._ids) & 0xFFFFFFFF
-        future = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = (future, decode)
-        length = 4 + sum(len(p) for p in parts)
-        writer.writelines([dc.FRAME_HEAD.pack(length, request_id), *parts])
-        await writer.drain()
-        return await future
+    def append(self, records: Any, acks: int) -> Awaitable[ProduceResult]:
+        """Queue an append now; await the result. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
+        return self._append_result(self._submit(dc.encode_append([records], acks), dc.decode_produce_results))
 
-    async def append(self, records: Any, acks: int) -> ProduceResult:
+    @staticmethod
+    async def _append_result(future: asyncio.Future) -> ProduceResult:
         try:
-            results = await self._call(dc.encode_append([records], acks), dc.decode_produce_results)
-        except (ConnectionError, OSError) as e:  # the replica is gone: the client will refresh metadata
+            return (await future)[0]
+        except (ConnectionError, OSError) as e:  # the client refreshes its metadata and retries
             return ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, error_message=str(e))
-        return results[0]
 
-    async def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> FetchResult:
+    def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> Awaitable[FetchResult]:
+        return self._read_result(self._submit([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)],
+                                              dc.decode_fetch_result))
+
+    @staticmethod
+    async def _read_result(future: asyncio.Future) -> FetchResult:
         try:
-            return await self._call([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)], dc.decode_fetch_result)
+            return await future
         except (ConnectionError, OSError):
             return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
