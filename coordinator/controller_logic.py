@@ -23,7 +23,8 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Collection, Mapping
 
-from rafka.common.types import TopicPartition
+from rafka.common.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
+from rafka.common.types import INTERNAL_TOPICS, TopicPartition
 from rafka.coordinator.zk_data import (LEADER_RECOVERY_RECOVERING, NO_LEADER, ZERO_UUID, BrokerRegistration,
                                        PartitionState, TopicAssignment)
 
@@ -87,70 +88,29 @@ elect_partition_states = elect_leaders  # the name coordinator_actor.py uses
 
 
 # ---- metadata handed to front-ends --------------------------------------------------------
-@dataclass(frozen=True)
-class PartitionMetadata:
-    """One partition as a Metadata response shows it. `leader` is -1 when offline."""
-
-    topic: str
-    partition: int
-    leader: int
-    leader_epoch: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    offline_replicas: tuple[int, ...] = ()
-
-    @property
-    def tp(self) -> TopicPartition:
-        return TopicPartition(self.topic, self.partition)
-
-
-@dataclass(frozen=True)
-class TopicMetadata:
-    topic: str
-    topic_id: uuid.UUID
-    partitions: dict[int, PartitionMetadata] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class MetadataSnapshot:
-    """What the controller pushes to front-ends (UpdateMetadata): live brokers with their
-    endpoints, and every topic's partitions. Plain frozen values, cheap to pickle."""
-
-    cluster_id: str
-    controller_id: int
-    controller_epoch: int
-    brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
-    topics: dict[str, TopicMetadata] = field(default_factory=dict)
-
-    def partition(self, tp: TopicPartition) -> PartitionMetadata | None:
-        topic = self.topics.get(tp.topic)
-        return topic.partitions.get(tp.partition) if topic else None
-
-    def leader_of(self, tp: TopicPartition) -> BrokerRegistration | None:
-        """The live broker leading `tp`, or None (unknown partition or no leader)."""
-        meta = self.partition(tp)
-        return self.brokers.get(meta.leader) if meta and meta.leader != NO_LEADER else None
-
-
 def build_metadata_snapshot(cluster_id: str, controller_id: int, controller_epoch: int,
                             brokers: Mapping[int, BrokerRegistration],
                             assignments: Mapping[str, TopicAssignment],
-                            states: Mapping[str, Mapping[int, PartitionState]]) -> MetadataSnapshot:
-    """Combine live brokers, assignments and partition states. A partition without a state
-    shows leader -1 and leader_epoch -1; replicas of dead brokers are `offline_replicas`."""
-    topics: dict[str, TopicMetadata] = {}
+                            states: Mapping[str, Mapping[int, PartitionState]]) -> ClusterMetadata:
+    """Combine live brokers, assignments and partition states into what front ends serve
+    (UpdateMetadata). A partition without a state shows leader -1 and leader_epoch -1;
+    replicas on dead brokers are `offline_replicas`. Brokers advertise their first endpoint."""
+    topics: dict[str, TopicInfo] = {}
     for name, assignment in sorted(assignments.items()):
         topic_states = states.get(name, {})
         partitions = {}
         for p, replicas in sorted(assignment.partitions.items()):
             st = topic_states.get(p)
-            partitions[p] = PartitionMetadata(
-                topic=name, partition=p,
+            partitions[p] = PartitionInfo(
+                partition=p,
                 leader=st.leader if st else NO_LEADER,
                 leader_epoch=st.leader_epoch if st else -1,
                 replicas=tuple(replicas),
                 isr=tuple(st.isr) if st else (),
                 offline_replicas=tuple(r for r in replicas if r not in brokers),
             )
-        topics[name] = TopicMetadata(name, assignment.topic_id or ZERO_UUID, partitions)
-    return MetadataSnapshot(cluster_id, controller_id, controller_epoch, dict(sorted(brokers.items())), topics)
+        topics[name] = TopicInfo(name, assignment.topic_id or ZERO_UUID, partitions,
+                                 internal=name in INTERNAL_TOPICS)
+    infos = {b: BrokerInfo(b, reg.endpoints[0].host, reg.endpoints[0].port, reg.rack)
+             for b, reg in sorted(brokers.items())}
+    return ClusterMetadata(cluster_id, controller_id, controller_epoch, infos, topics)

@@ -33,12 +33,12 @@ from rafka.common.errors import ErrorCode, KafkaError, StartupError
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import Endpoint, TopicPartition, topic_name_problem
 from rafka.coordinator import assignment as assign
-from rafka.coordinator.controller_logic import elect_partition_states
+from rafka.coordinator.controller_logic import build_metadata_snapshot, elect_partition_states
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.coordinator.zk_data import BrokerRegistration, TopicAssignment
 from rafka.coordinator.zk_store import ZkStore
 from rafka.net.frontend_actor import Frontend
-from rafka.net.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
+from rafka.common.metadata import ClusterMetadata
 from rafka.partition_worker.data_channel import socket_path
 from rafka.partition_worker.log_dirs import check_meta_properties, choose_log_dir, find_partition_dir
 from rafka.partition_worker.replica_actor import PartitionReplica
@@ -192,30 +192,17 @@ class BrokerCoordinator:
             await asyncio.to_thread(zk.remove_topic_paths, topic)
             state_change.info("[Controller id=%d epoch=%d] deleted topic %s", self._id, epoch, topic)
         topics = await asyncio.to_thread(zk.topics)
-        infos: dict[str, TopicInfo] = {}
+        all_states = {}
         for name, topic in topics.items():
             states = await asyncio.to_thread(zk.partition_states, name)
-            decided = elect_partition_states(topic, states, set(brokers), epoch)
-            partitions = {}
-            for p, replicas in topic.partitions.items():
-                state = decided.get(p, states.get(p))
-                if p in decided:
-                    old = states.get(p)
-                    state = await asyncio.to_thread(zk.write_partition_state, name, p, decided[p],
+            for p, state in elect_partition_states(topic, states, set(brokers), epoch).items():
+                old = states.get(p)
+                states[p] = await asyncio.to_thread(zk.write_partition_state, name, p, state,
                                                     None if old is None else old.zk_version)
-                    state_change.info("[Controller id=%d epoch=%d] %s-%d leader=%d leader_epoch=%d isr=%s",
-                                      self._id, epoch, name, p, state.leader, state.leader_epoch, list(state.isr))
-                offline = tuple(b for b in replicas if b not in brokers)
-                if state is None:  # no live replica has ever led it
-                    partitions[p] = PartitionInfo(p, -1, -1, tuple(replicas), (), offline)
-                else:
-                    partitions[p] = PartitionInfo(p, state.leader, state.leader_epoch, tuple(replicas),
-                                                  tuple(state.isr), offline)
-            infos[name] = TopicInfo(name, topic.topic_id, partitions, internal=name.startswith("__"))
-        metadata = ClusterMetadata(
-            cluster_id=self._cluster_id, controller_id=self._id, controller_epoch=epoch,
-            brokers={b: BrokerInfo(b, r.endpoints[0].host, r.endpoints[0].port, r.rack) for b, r in brokers.items()},
-            topics=infos)
+                state_change.info("[Controller id=%d epoch=%d] %s-%d leader=%d leader_epoch=%d isr=%s",
+                                  self._id, epoch, name, p, state.leader, state.leader_epoch, list(state.isr))
+            all_states[name] = states
+        metadata = build_metadata_snapshot(self._cluster_id, self._id, epoch, brokers, topics, all_states)
         calls = []
         for b in brokers:
             try:

@@ -16,7 +16,7 @@ from rafka.common.types import TopicPartition
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.net.data_plane import ReplicaChannel
 from rafka.net.handlers import RequestDispatcher
-from rafka.net.metadata import ClusterMetadata
+from rafka.common.metadata import ClusterMetadata
 from rafka.net.server import DEFAULT_MAX_REQUEST_BYTES, KafkaServer
 
 log = logging.getLogger(__name__)

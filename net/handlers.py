@@ -16,7 +16,7 @@ from typing import Any, Awaitable, Callable, Protocol
 from rafka.common.errors import ErrorCode, KafkaError, UnsupportedVersionError
 from rafka.common.types import INTERNAL_TOPICS, TopicPartition, topic_name_problem
 from rafka.coordinator.messages import TopicResult, TopicSpec
-from rafka.net.metadata import ClusterMetadata
+from rafka.common.metadata import ClusterMetadata
 from rafka.net.protocol import codec
 from rafka.net.protocol.apis import APIS
 from rafka.net.server import CloseConnection

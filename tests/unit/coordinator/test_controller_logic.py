@@ -72,11 +72,10 @@ def test_metadata_snapshot_marks_offline_replicas_and_pickles():
     a = TopicAssignment("t", tid, {0: (1, 2), 1: (2, 1)})
     brokers = {1: BrokerRegistration(1, (Endpoint("PLAINTEXT", "127.0.0.1", 9092),))}
     snap = build_metadata_snapshot("cid", 1, EPOCH, brokers, {"t": a}, {"t": {0: st(1, 2, [1])}})
-    p0, p1 = snap.partition(TopicPartition("t", 0)), snap.partition(TopicPartition("t", 1))
+    p0, p1 = snap.partition("t", 0), snap.partition("t", 1)
     assert (p0.leader, p0.leader_epoch, p0.isr, p0.offline_replicas) == (1, 2, (1,), (2,))
     assert (p1.leader, p1.leader_epoch, p1.isr) == (NO_LEADER, -1, ())
     assert snap.topics["t"].topic_id == tid
-    assert snap.leader_of(TopicPartition("t", 0)) == brokers[1]
-    assert snap.leader_of(TopicPartition("t", 1)) is None
-    assert snap.partition(TopicPartition("nope", 0)) is None
+    assert snap.brokers[1].host == "127.0.0.1" and snap.brokers[1].port == 9092
+    assert snap.partition("nope", 0) is None
     assert pickle.loads(pickle.dumps(snap)) == snap
