@@ -18,6 +18,7 @@ import logging
 from typing import Any, Awaitable, Callable
 
 from rafka.common.errors import ErrorCode
+from rafka.common.frames import FramedProtocol
 from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.messages import FetchResult, OffsetLookup, ProduceResult
 
@@ -39,7 +40,7 @@ class ReplicaChannel:
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[asyncio.Future, Callable[[memoryview], Any]]] = {}
         self._outbox: list[list] = []
-        self._writer: asyncio.StreamWriter | None = None
+        self._protocol: FramedProtocol | None = None
         self._sender: asyncio.Task | None = None
 
     def _submit(self, parts: list, decode: Callable[[memoryview], Any]) -> asyncio.Future:
@@ -57,37 +58,39 @@ class ReplicaChannel:
         """Write queued requests in order; one sender at a time per channel."""
         try:
             while self._outbox:
-                writer = self._writer
-                if writer is None or writer.is_closing():
-                    reader, writer = await asyncio.open_unix_connection(self.socket_path, limit=1 << 20)
-                    dc.widen_socket_buffers(writer.get_extra_info("socket"))
-                    self._writer = writer
-                    asyncio.ensure_future(self._read_answers(reader, writer))
+                protocol = self._protocol
+                if protocol is None or protocol.transport is None or protocol.transport.is_closing():
+                    protocol = await self._connect()
                 batch, self._outbox = self._outbox, []
                 for parts in batch:
-                    writer.writelines(parts)
-                await writer.drain()
+                    protocol.transport.writelines(parts)
+                await protocol.drain()
         except (ConnectionError, OSError) as e:
             log.info("data connection to %s failed: %s", self.socket_path, e)
             self._outbox.clear()
             self._fail_pending()
 
-    async def _read_answers(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                length, request_id = dc.FRAME_HEAD.unpack(await reader.readexactly(dc.FRAME_HEAD.size))
-                body = memoryview(await reader.readexactly(length - 4))
-                entry = self._pending.pop(request_id, None)
-                if entry is not None and not entry[0].done():
-                    future, decode = entry
-                    future.set_result(decode(body))
-        except (asyncio.IncompleteReadError, ConnectionError, OSError) as e:
-            log.info("data connection to %s closed: %s", self.socket_path, e)
-        finally:
-            if self._writer is writer:
-                self._writer = None
-            writer.close()
-            self._fail_pending()
+    async def _connect(self) -> FramedProtocol:
+        loop = asyncio.get_running_loop()
+        _, protocol = await loop.create_unix_connection(
+            lambda: FramedProtocol(dc.FRAME_HEAD.size, dc.frame_body_length, self._on_answer), self.socket_path)
+        dc.widen_socket_buffers(protocol.transport.get_extra_info("socket"))
+        protocol.closed.add_done_callback(lambda _: self._on_closed(protocol))
+        self._protocol = protocol
+        return protocol
+
+    def _on_answer(self, head: bytes, body: bytearray) -> None:
+        _, request_id = dc.FRAME_HEAD.unpack(head)
+        entry = self._pending.pop(request_id, None)
+        if entry is not None and not entry[0].done():
+            future, decode = entry
+            future.set_result(decode(memoryview(body)))
+
+    def _on_closed(self, protocol: FramedProtocol) -> None:
+        log.info("data connection to %s closed", self.socket_path)
+        if self._protocol is protocol:
+            self._protocol = None
+        self._fail_pending()
 
     def _fail_pending(self) -> None:
         pending, self._pending = self._pending, {}
@@ -124,5 +127,5 @@ class ReplicaChannel:
             return OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
+        if self._protocol is not None and self._protocol.transport is not None:
+            self._protocol.transport.close()

@@ -4,26 +4,31 @@ A client may pipeline many requests on one connection. Each request is worked on
 own task as soon as it is read, but responses are written strictly in the order the
 requests arrived (Kafka's rule); a Produce with acks=0 gets no response and holds
 nothing up. A malformed or oversized frame closes that connection and nothing else.
+While more than `MAX_QUEUED_REQUESTS` requests of one connection wait, reading from it
+pauses (backpressure instead of unbounded memory).
 
-Response parts are `bytes` or objects with `regions` (file regions of record batches),
-which are sent with `os.sendfile` when the event loop supports it.
+Frames are read by `FramedProtocol` straight into a buffer of their own size. Response
+parts are `bytes` or objects with `regions` (file regions of record batches), which are
+sent with `os.sendfile` by the event loop.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
+import socket
 import struct
-from collections import OrderedDict
-from typing import Any, Awaitable, Callable, Protocol
+from collections import OrderedDict, deque
+from typing import Any, Protocol
 
 from rafka.common.errors import KafkaError
+from rafka.common.frames import FrameError, FramedProtocol
 from rafka.common.logging_util import Prefixed
 
 log = logging.getLogger(__name__)
 
 # Kafka's socket.request.max.bytes default (100 MiB).
 DEFAULT_MAX_REQUEST_BYTES = 104857600
+MAX_QUEUED_REQUESTS = 256
 _SIZE = struct.Struct(">i")
 
 
@@ -64,18 +69,110 @@ class FileCache:
         self._files.clear()
 
 
+class _Connection:
+    """One client connection: its frames in, its answers out in arrival order."""
+
+    def __init__(self, server: "KafkaServer") -> None:
+        self._server = server
+        self._queue: deque[asyncio.Future] = deque()
+        self._ready = asyncio.Event()
+        self._paused = False
+        self.peer = "?"
+        self.protocol = FramedProtocol(4, self._body_length, self._on_frame)
+        self.protocol.on_refused = self._on_refused  # type: ignore[method-assign]
+        self._sender = asyncio.ensure_future(self._send_in_order())
+
+    def _body_length(self, head: bytes) -> int:
+        (size,) = _SIZE.unpack(head)
+        if size <= 0 or size > self._server.max_request_bytes:
+            raise FrameError(f"request size {size} outside 1..{self._server.max_request_bytes}")
+        return size
+
+    def _on_refused(self, error: FrameError) -> None:
+        self._server.log.warning("closing %s: %s", self._peer(), error)
+
+    def _peer(self) -> str:
+        if self.peer == "?" and self.protocol.transport is not None:
+            name = self.protocol.transport.get_extra_info("peername")
+            self.peer = "%s:%s" % tuple(name[:2]) if name else "?"
+            sock = self.protocol.transport.get_extra_info("socket")
+            if sock is not None:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return self.peer
+
+    def _on_frame(self, head: bytes, body: bytearray) -> None:
+        work = asyncio.ensure_future(self._server.handler.handle(memoryview(body), self._peer()))
+        self._queue.append(work)
+        self._ready.set()
+        if len(self._queue) > MAX_QUEUED_REQUESTS and not self._paused:
+            self._paused = True
+            self.protocol.transport.pause_reading()
+
+    async def _send_in_order(self) -> None:
+        loop = asyncio.get_running_loop()
+        protocol = self.protocol
+        try:
+            while True:
+                while not self._queue:
+                    if protocol.closed.done():
+                        return
+                    self._ready.clear()
+                    ready = asyncio.ensure_future(self._ready.wait())
+                    await asyncio.wait([ready, protocol.closed], return_when=asyncio.FIRST_COMPLETED)
+                    ready.cancel()
+                work = self._queue[0]
+                try:
+                    parts = await work
+                except (CloseConnection, KafkaError) as e:
+                    self._server.log.info("closing %s: %s", self._peer(), e)
+                    return
+                except Exception:
+                    self._server.log.exception("closing %s after an unexpected error", self._peer())
+                    return
+                finally:
+                    self._queue.popleft()
+                if self._paused and len(self._queue) < MAX_QUEUED_REQUESTS // 2:
+                    self._paused = False
+                    protocol.transport.resume_reading()
+                if parts is not None:
+                    await self._write(loop, parts)
+        except (ConnectionError, OSError) as e:
+            self._server.log.debug("connection %s lost: %s", self._peer(), e)
+        finally:
+            for work in self._queue:
+                work.cancel()  # requests behind a failure are abandoned with the connection
+            self._queue.clear()
+            if protocol.transport is not None:
+                protocol.transport.close()
+
+    async def _write(self, loop: asyncio.AbstractEventLoop, parts: list) -> None:
+        transport = self.protocol.transport
+        if transport is None or transport.is_closing():
+            raise ConnectionError("connection closed")
+        transport.write(_SIZE.pack(sum(len(p) for p in parts)))
+        for part in parts:
+            regions = getattr(part, "regions", None)
+            if regions is None:
+                transport.write(part)
+                continue
+            for region in regions:
+                f = self._server.files.get(region.path)
+                await loop.sendfile(transport, f, region.position, region.length, fallback=True)
+        await self.protocol.drain()
+
+
 class KafkaServer:
     """Serves one listener. `handler.handle` does the work; this class only moves bytes."""
 
     def __init__(self, handler: RequestHandler, *, host: str, port: int, broker_id: int,
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
-        self._handler = handler
+        self.handler = handler
         self._host, self._port = host, port
-        self._max_request_bytes = max_request_bytes
+        self.max_request_bytes = max_request_bytes
         self._server: asyncio.base_events.Server | None = None
-        self._files = FileCache()
-        self._log = Prefixed(log, f"[Frontend broker={broker_id}]")
-        self._connections: set[asyncio.Task] = set()
+        self.files = FileCache()
+        self.log = Prefixed(log, f"[Frontend broker={broker_id}]")
+        self._connections: set[_Connection] = set()
 
     @property
     def port(self) -> int:
@@ -83,89 +180,21 @@ class KafkaServer:
         return self._server.sockets[0].getsockname()[1]
 
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._serve, self._host, self._port,
-                                                  reuse_address=True, limit=1 << 20, backlog=512)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._new_connection, self._host, self._port,
+                                                reuse_address=True, backlog=512)
         return self.port
+
+    def _new_connection(self) -> FramedProtocol:
+        connection = _Connection(self)
+        self._connections.add(connection)
+        connection.protocol.closed.add_done_callback(lambda _: self._connections.discard(connection))
+        return connection.protocol
 
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._connections):
-            task.cancel()
-        self._files.close()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        peer = "%s:%s" % writer.get_extra_info("peername")[:2]
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            import socket
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        pending: asyncio.Queue = asyncio.Queue()
-        sender = asyncio.create_task(self._send_in_order(pending, writer, peer))
-        self._connections.add(sender)
-        try:
-            while True:
-                try:
-                    head = await reader.readexactly(4)
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    break
-                (size,) = _SIZE.unpack(head)
-                if size <= 0 or size > self._max_request_bytes:
-                    self._log.warning("closing %s: request size %d outside 1..%d", peer, size,
-                                      self._max_request_bytes)
-                    break
-                try:
-                    frame = await reader.readexactly(size)
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    break
-                work = asyncio.ensure_future(self._handler.handle(memoryview(frame), peer))
-                await pending.put(work)
-        finally:
-            await pending.put(None)  # the sender drains what is queued, then closes
-            try:
-                await sender
-            except asyncio.CancelledError:
-                pass
-            self._connections.discard(sender)
-
-    async def _send_in_order(self, pending: asyncio.Queue, writer: asyncio.StreamWriter, peer: str) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            while True:
-                work = await pending.get()
-                if work is None:
-                    break
-                try:
-                    parts = await work
-                except (CloseConnection, KafkaError) as e:
-                    self._log.info("closing %s: %s", peer, e)
-                    break
-                except Exception:
-                    self._log.exception("closing %s after an unexpected error", peer)
-                    break
-                if parts is None:
-                    continue
-                await self._write(loop, writer, parts)
-        except (ConnectionError, OSError) as e:
-            self._log.debug("connection %s lost: %s", peer, e)
-        finally:
-            # Requests still queued behind a failure are abandoned with the connection.
-            while not pending.empty():
-                work = pending.get_nowait()
-                if work is not None:
-                    work.cancel()
-            writer.close()
-
-    async def _write(self, loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, parts: list) -> None:
-        total = sum(len(p) for p in parts)
-        writer.write(_SIZE.pack(total))
-        for part in parts:
-            regions = getattr(part, "regions", None)
-            if regions is None:
-                writer.write(part)
-                continue
-            for region in regions:
-                await writer.drain()
-                f = self._files.get(region.path)
-                await loop.sendfile(writer.transport, f, region.position, region.length, fallback=True)
-        await writer.drain()
+        for connection in list(self._connections):
+            if connection.protocol.transport is not None:
+                connection.protocol.transport.close()
+        self.files.close()

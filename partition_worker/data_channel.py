@@ -59,6 +59,19 @@ def socket_path(namespace: str, name: str) -> str:
     return str(SOCKET_DIR / f"{digest}.sock")
 
 
+# A data-plane frame never exceeds a produce request (Kafka's socket.request.max.bytes).
+MAX_FRAME_BYTES = 104857600 + 4096
+
+
+def frame_body_length(head: bytes) -> int:
+    """Body bytes after a frame head (the request id is part of the length)."""
+    length, _ = FRAME_HEAD.unpack(head)
+    if not 4 <= length <= MAX_FRAME_BYTES:
+        from rafka.common.frames import FrameError
+        raise FrameError(f"data-plane frame length {length} out of range")
+    return length - 4
+
+
 def frame(request_id: int, body: bytes | bytearray) -> bytes:
     return FRAME_HEAD.pack(len(body) + 4, request_id) + body
 

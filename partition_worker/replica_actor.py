@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from rafka.common.config import LogConfig
+from rafka.common.frames import FramedProtocol
 from rafka.common.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
@@ -63,8 +64,8 @@ class PartitionReplica:
                 os.unlink(self._socket_path)
             except FileNotFoundError:
                 pass
-            self._data_server = await asyncio.start_unix_server(self._serve_data, path=self._socket_path,
-                                                                limit=1 << 20)
+            loop = asyncio.get_running_loop()
+            self._data_server = await loop.create_unix_server(self._new_data_connection, path=self._socket_path)
         return {"pid": os.getpid(), "socket": self._socket_path}
 
     def become(self, order: LeaderAndIsr) -> ErrorCode:
@@ -103,35 +104,43 @@ class PartitionReplica:
         self._log.close()
 
     # -- the data socket (see data_channel.py) ----------------------------------------
-    async def _serve_data(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """Serve one front end's appends and reads. Appends apply in arrival order."""
-        dc.widen_socket_buffers(writer.get_extra_info("socket"))
-        try:
-            while True:
-                head = await reader.readexactly(dc.FRAME_HEAD.size)
-                length, request_id = dc.FRAME_HEAD.unpack(head)
-                body = memoryview(await reader.readexactly(length - 4))
-                op = body[0]
-                if op == dc.OP_APPEND:
-                    acks, record_sets = dc.decode_append(body)
-                    answer = dc.encode_produce_results(self.append(record_sets, acks))
-                    writer.write(dc.frame(request_id, answer))
-                elif op == dc.OP_READ:
-                    asyncio.ensure_future(self._answer_read(writer, request_id, *dc.decode_read(body)))
-                else:
-                    raise ValueError(f"unknown data-plane op {op}")
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        except Exception:
-            self._logger.exception("closing a data connection after a malformed frame")
-        finally:
-            writer.close()
+    def _new_data_connection(self) -> FramedProtocol:
+        """One front end's connection: appends apply in arrival order, reads may park."""
+        # Appends finish before on_frame returns and reads decode at once: the buffer can be shared.
+        protocol = FramedProtocol(dc.FRAME_HEAD.size, dc.frame_body_length, lambda head, body: None,
+                                  reuse_buffer=True)
 
-    async def _answer_read(self, writer: asyncio.StreamWriter, request_id: int, offset: int, max_bytes: int,
+        def on_frame(head: bytes, body: bytearray) -> None:
+            _, request_id = dc.FRAME_HEAD.unpack(head)
+            view = memoryview(body)
+            try:
+                if view[0] == dc.OP_APPEND:
+                    acks, record_sets = dc.decode_append(view)
+                    answer = dc.encode_produce_results(self.append(record_sets, acks))
+                    protocol.transport.write(dc.frame(request_id, answer))
+                elif view[0] == dc.OP_READ:
+                    asyncio.ensure_future(self._answer_read(protocol, request_id, *dc.decode_read(view)))
+                else:
+                    raise ValueError(f"unknown data-plane op {view[0]}")
+            except Exception:  # noqa: BLE001 - a bad frame closes this connection only
+                self._logger.exception("closing a data connection after a malformed frame")
+                protocol.transport.close()
+
+        protocol.on_frame = on_frame
+        if self._socket_path is not None:
+            asyncio.get_running_loop().call_soon(self._widen, protocol)
+        return protocol
+
+    @staticmethod
+    def _widen(protocol: FramedProtocol) -> None:
+        if protocol.transport is not None:
+            dc.widen_socket_buffers(protocol.transport.get_extra_info("socket"))
+
+    async def _answer_read(self, protocol: FramedProtocol, request_id: int, offset: int, max_bytes: int,
                            max_wait_ms: int) -> None:
         result = await self.read(offset, max_bytes, max_wait_ms)
-        if not writer.is_closing():
-            writer.write(dc.frame(request_id, dc.encode_fetch_result(result)))
+        if protocol.transport is not None and not protocol.transport.is_closing():
+            protocol.transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
 
     # -- data plane ----------------------------------------------------------------
     def append(self, batches: list, acks: int) -> list[ProduceResult]:
