@@ -75,7 +75,8 @@ def consume_and_verify(bootstrap: str, count: int, size: int) -> float:
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "rafka-demo", "enable.auto.commit": False,
-                         "fetch.max.bytes": 52428800, "enable.partition.eof": False})
+                         "fetch.max.bytes": 52428800, "enable.partition.eof": False,
+                         "fetch.queue.backoff.ms": 20})  # the verifying loop is slower than the broker
     consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
     expected_next = {p: p for p in range(PARTITIONS)}  # record numbers go round-robin over partitions
     expected_offset = {p: 0 for p in range(PARTITIONS)}
