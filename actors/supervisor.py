@@ -6,7 +6,6 @@ Ray cluster can find it.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 

@@ -19,12 +19,11 @@ at, so the write can be conditional.
 """
 from __future__ import annotations
 
-import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Collection, Mapping
 
 from rafka.common.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
-from rafka.common.types import INTERNAL_TOPICS, TopicPartition
+from rafka.common.types import INTERNAL_TOPICS
 from rafka.coordinator.zk_data import (LEADER_RECOVERY_RECOVERING, NO_LEADER, ZERO_UUID, BrokerRegistration,
                                        PartitionState, TopicAssignment)
 

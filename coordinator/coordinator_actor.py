@@ -29,7 +29,8 @@ import ray
 from rafka.actors.naming import coordinator_name, frontend_name, replica_name
 from rafka.actors.ray_env import pin_to_node
 from rafka.common.config import BrokerConfig, LogConfig
-from rafka.common.errors import ErrorCode, KafkaError, StartupError
+from rafka.common.errors import (ErrorCode, InvalidPartitionsError, InvalidReplicationFactorError,
+                                 InvalidTopicError, KafkaError, TopicAlreadyExistsError)
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import Endpoint, TopicPartition, topic_name_problem
 from rafka.coordinator import assignment as assign
@@ -139,12 +140,8 @@ class BrokerCoordinator:
                 "endpoint": str(self._endpoint), "replicas": sorted(str(tp) for tp in self._replicas),
                 "pid": os.getpid()}
 
-    def pids(self) -> dict[str, int]:
-        """Process ids of this broker's actors (coordinator, front end, replicas)."""
-        out = {"coordinator": os.getpid()}
-        return out
-
     async def replica_pids(self) -> dict[str, int]:
+        """Process ids of this broker's actors (coordinator, front end, replicas), by actor name."""
         pids = {coordinator_name(self._id): os.getpid(),
                 frontend_name(self._id): await self._frontend.pid.remote()}
         for tp, actor in self._replicas.items():
@@ -313,8 +310,6 @@ class BrokerCoordinator:
         return results
 
     def _plan_topic(self, spec: TopicSpec, brokers: list[int], existing: set[str]) -> TopicResult:
-        from rafka.common.errors import (InvalidPartitionsError, InvalidReplicationFactorError,
-                                         InvalidTopicError, TopicAlreadyExistsError)
         problem = topic_name_problem(spec.name)
         if problem:
             raise InvalidTopicError(problem)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 from typing import Any, Awaitable, Callable, Protocol
 
-from rafka.common.errors import ErrorCode, KafkaError, UnsupportedVersionError
+from rafka.common.errors import ErrorCode, UnsupportedVersionError
 from rafka.common.types import INTERNAL_TOPICS, TopicPartition, topic_name_problem
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.common.metadata import ClusterMetadata

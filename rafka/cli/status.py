@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import json
 import socket
-import sys
 
 from rafka.cli.state import DEFAULT_DATA_DIR, pid_alive, read_state
 

@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-from rafka.cli.state import DEFAULT_DATA_DIR, clear_state, pid_alive, read_state, state_path, write_state
+from rafka.cli.state import DEFAULT_DATA_DIR, clear_state, pid_alive, read_state, write_state
 from rafka.common.config import BrokerConfig
 from rafka.common.errors import KafkaError, StartupError
 

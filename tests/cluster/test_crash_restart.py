@@ -84,6 +84,6 @@ def test_acknowledged_records_survive_kill_9_and_restart(tmp_path):
         missing = {k: v for k, v in acked.items() if seen.get(k) != v}
         assert not missing, f"{len(missing)} acknowledged records lost, e.g. {list(missing.items())[:3]}"
     finally:
-        down = rafka("down", "--data-dir", data_dir)
+        rafka("down", "--data-dir", data_dir)
         if group_members(pid):
             os.killpg(pid, signal.SIGKILL)

@@ -105,9 +105,9 @@ def test_restart_after_kill_9_waits_for_the_old_session_to_expire(stores, zk_raw
         "from kazoo.client import KazooClient\n"
         "c = KazooClient(hosts=sys.argv[1], timeout=2.0); c.start(timeout=10)\n"
         "c.create('/brokers/ids/5', sys.argv[2].encode(), ephemeral=True)\n"
-        "print('ready', flush=True); time.sleep(600)\n")
+        "print('ready', flush=True); sys.stdin.read()  # held open until killed\n")
     proc = subprocess.Popen([sys.executable, "-c", script, s.connect, zd.encode_broker(reg(5)).decode()],
-                            stdout=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stdin=subprocess.PIPE)
     try:
         assert proc.stdout.readline().strip() == b"ready"
         proc.send_signal(signal.SIGKILL)
