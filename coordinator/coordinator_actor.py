@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 state_change = logging.getLogger("rafka.state_change")
 
 ReplicaActor = ray.remote(PartitionReplica)
+# Until followers replicate (see `_plan_topic`), every partition has a single replica.
+MAX_REPLICATION_FACTOR = 1
 FrontendActor = ray.remote(Frontend)
 
 
@@ -329,6 +331,13 @@ class BrokerCoordinator:
             if rf > len(brokers):
                 raise InvalidReplicationFactorError(
                     f"Replication factor: {rf} larger than available brokers: {len(brokers)}.")
+        if rf > MAX_REPLICATION_FACTOR:
+            # Followers do not fetch from leaders yet: a second replica would sit in the ISR
+            # with no data, and a failover to it would lose what was acknowledged. Refuse
+            # rather than pretend (README: "Not yet").
+            raise InvalidReplicationFactorError(
+                f"Replication factor: {rf} is not supported yet: this rafka version does not replicate "
+                f"between brokers; use replication factor {MAX_REPLICATION_FACTOR}.")
         return TopicResult(spec.name, ErrorCode.NONE, None, uuid.uuid4(), partitions, rf, dict(spec.configs))
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]:

@@ -82,3 +82,16 @@ def test_a_real_client_routes_by_leader_across_brokers(three_brokers):
     consumer.close()
     values = {m.value() for m in got}
     assert {b"m%d" % i for i in range(600)} <= values
+
+
+def test_replication_factor_above_one_is_refused_until_followers_replicate(three_brokers):
+    with KafkaConnection.to(three_brokers.brokers[0].address) as conn:
+        body = conn.request(CREATE_TOPICS, 5, {"topics": [
+            {"name": "rf3", "num_partitions": 1, "replication_factor": 3, "assignments": [], "configs": []},
+            {"name": "manual-rf2", "num_partitions": -1, "replication_factor": -1,
+             "assignments": [{"partition_index": 0, "broker_ids": [0, 1]}], "configs": []}],
+            "timeout_ms": 10000, "validate_only": False})
+    results = {t["name"]: t for t in body["topics"]}
+    for name in ("rf3", "manual-rf2"):
+        assert results[name]["error_code"] == 38  # INVALID_REPLICATION_FACTOR
+        assert "does not replicate" in results[name]["error_message"]
