@@ -110,16 +110,18 @@ def _send_all(producer: Producer, topic: str, payload: bytes, records: int) -> N
     producer.poll(0)
 
 
-def consume(bootstrap: str, topic: str, expected: int, idle_timeout_s: float) -> tuple[int, float]:
+def consume(bootstrap: str, topic: str, expected: int, idle_timeout_s: float) -> tuple[int, float, float]:
     """Read all partitions of `topic` from offset 0 until `expected` records arrived.
 
-    Returns (records consumed, seconds from assign to the last record). Stops early when
-    nothing arrives for `idle_timeout_s`; the caller compares the count.
+    Returns (records consumed, seconds from assign to the last record, CPU seconds this
+    process spent meanwhile). Stops early when nothing arrives for `idle_timeout_s`; the
+    caller compares the count. The CPU figure shows whether the client was the limit.
     """
     consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         count = 0
+        cpu_started = time.process_time()
         started = last = time.perf_counter()
         while count < expected:
             batch = consumer.consume(CONSUME_BATCH, 0.2)
@@ -133,7 +135,7 @@ def consume(bootstrap: str, topic: str, expected: int, idle_timeout_s: float) ->
                     raise KafkaException(msg.error())
             count += len(batch)
             last = now
-        return count, last - started
+        return count, last - started, time.process_time() - cpu_started
     finally:
         consumer.close()
 
@@ -144,8 +146,8 @@ def run_workload(broker: str, bootstrap: str, record_size: int, records: int,
     topic = f"bench-{record_size}-{int(time.time() * 1000)}"
     create_topic(bootstrap, topic)
     produce_s = produce(bootstrap, topic, records, record_size, timeout_s)
-    consumed, consume_s = consume(bootstrap, topic, records, idle_timeout_s)
-    result = WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed)
+    consumed, consume_s, consume_cpu_s = consume(bootstrap, topic, records, idle_timeout_s)
+    result = WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed, consume_cpu_s)
     if consumed != records:
         raise PhaseError(f"{broker} {record_size} B: consumed {consumed} of {records} produced records"
                          f" (nothing new for {idle_timeout_s:.0f} s)")

@@ -23,6 +23,12 @@ class WorkloadResult:
     produce_s: float
     consume_s: float
     consumed: int
+    consume_client_cpu_s: float = 0.0  # CPU of the consuming process (librdkafka + Python loop)
+
+    @property
+    def consume_client_core_share(self) -> float:
+        """How much of one core the consuming client used: near 1.0 means the client is the limit."""
+        return self.consume_client_cpu_s / self.consume_s if self.consume_s else 0.0
 
     @property
     def produce_rps(self) -> float:

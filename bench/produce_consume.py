@@ -223,10 +223,11 @@ def measurements_text(results: Results) -> str:
     lines = ["workload runs (confluent-kafka, acks=1, linger.ms=5, 6 partitions, 1 broker;"
              " the table below takes the best run of each rate):",
              f"  {'broker':<6} {'size':>6} {'records':>9} {'produce rec/s':>14} {'MB/s':>7}"
-             f" {'consume rec/s':>14} {'MB/s':>7}"]
+             f" {'consume rec/s':>14} {'MB/s':>7} {'consumer CPU':>13}"]
     for w in results.workloads:
         lines.append(f"  {w.broker:<6} {size_label(w.record_size):>6} {w.records:>9,} {w.produce_rps:>14,.0f}"
-                     f" {w.produce_mbps:>7.1f} {w.consume_rps:>14,.0f} {w.consume_mbps:>7.1f}")
+                     f" {w.produce_mbps:>7.1f} {w.consume_rps:>14,.0f} {w.consume_mbps:>7.1f}"
+                     f" {w.consume_client_core_share:>12.0%}")
     lines.append("limits:")
     if results.load_average:
         load = ", ".join(f"{k} {v[0]:.1f}" for k, v in results.load_average.items())
