@@ -66,9 +66,13 @@ def pss_bytes(pid: int) -> int:
     return 0
 
 
-def tree_pss(root: int | None = None) -> MemoryResult:
-    """Total PSS of every descendant of `root` (default: this process), plus `root`'s own PSS."""
+def tree_pss(root: int | None = None, *, include_root: bool = False) -> MemoryResult:
+    """Total PSS of every descendant of `root` (default: this process); `root`'s own PSS is
+    counted in the total only with `include_root` (the server process of `rafka up` is part
+    of the cluster; the benchmark process is not)."""
     root = os.getpid() if root is None else root
-    procs = tuple(sorted(((pid, name, pss_bytes(pid)) for pid, name in descendants(root).items()),
-                         key=lambda p: -p[2]))
-    return MemoryResult(sum(p[2] for p in procs), procs, pss_bytes(root))
+    members = dict(descendants(root))
+    if include_root:
+        members[root] = describe(root, "rafka up")
+    procs = tuple(sorted(((pid, name, pss_bytes(pid)) for pid, name in members.items()), key=lambda p: -p[2]))
+    return MemoryResult(sum(p[2] for p in procs), procs, pss_bytes(os.getpid()))

@@ -1,7 +1,9 @@
-"""rafka under test: an in-process `Cluster`, and the real `rafka up --detach` command."""
+"""rafka under test, started as users start it: the real `rafka up --detach` and `rafka down`."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import os
 import re
 import shutil
@@ -19,16 +21,34 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # Ray on 127.0.
 ADDRESS = re.compile(r"^\d+\.\d+\.\d+\.\d+:\d+(,\S+)?$")
 
 
-@contextlib.contextmanager
-def rafka_cluster(data_dir: Path) -> Iterator[Any]:
-    """One rafka broker with its private ZooKeeper and local Ray; yields the started `Cluster`."""
-    from rafka.cluster import Cluster
+@dataclasses.dataclass(frozen=True)
+class RunningRafka:
+    bootstrap_servers: str
+    pid: int  # the `rafka up` server process; Ray and ZooKeeper run below it
 
-    cluster = Cluster(data_dir, brokers=1, first_port=0).start()
+
+@contextlib.contextmanager
+def rafka_cluster(data_dir: Path, timeout_s: float = 120.0) -> Iterator[RunningRafka]:
+    """One rafka broker started as users start it, `rafka up --detach`, in processes of its own.
+
+    The clients then run in the benchmark process, as they would in a user's program; an
+    in-process `Cluster` would make this process Ray's driver too, and its threads would
+    compete with the client being measured (measured here: 631k against 790–850k rec/s
+    for 100 B consume).
+    """
+    rafka = rafka_executable()
+    argv = [rafka, "up", "--detach", "--data-dir", str(data_dir), "--port", str(unused_port()),
+            "--timeout", str(timeout_s)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s + 30)
+    address = next((line.strip() for line in proc.stdout.splitlines() if ADDRESS.match(line.strip())), "")
+    if proc.returncode != 0 or not address:
+        raise PhaseError(f"`rafka up` exited {proc.returncode} without a bootstrap address;"
+                         f" stderr tail:\n{_tail(proc.stderr)}")
+    state = json.loads((data_dir / "rafka.state.json").read_text())
     try:
-        yield cluster
+        yield RunningRafka(address, int(state["pid"]))
     finally:
-        cluster.stop()
+        subprocess.run([rafka, "down", "--data-dir", str(data_dir)], capture_output=True, text=True, timeout=120)
 
 
 def rafka_executable() -> str:

@@ -153,15 +153,16 @@ def tansu_phases(results: Results, data_dir: Path, records: int, repeat: int) ->
             workload_phases(results, "tansu", bootstrap, records, repeat)
 
 
-def idle_memory(bootstrap: str) -> MemoryResult:
-    """Create a 6-partition topic, let the cluster settle, then sum the PSS of our descendants."""
+def idle_memory(bootstrap: str, server_pid: int) -> MemoryResult:
+    """Create a 6-partition topic, let the cluster settle, then sum the PSS of the `rafka up`
+    process and everything below it (Ray, ZooKeeper, the broker's actors)."""
     _kafka.create_topic(bootstrap, "bench-idle")
     time.sleep(IDLE_SETTLE_S)
-    return _procmem.tree_pss()
+    return _procmem.tree_pss(server_pid, include_root=True)
 
 
 def rafka_phases(results: Results, data_dir: Path, records: int, repeat: int) -> None:
-    """Start an in-process rafka cluster, measure its idle PSS, run the workload, stop it."""
+    """Start rafka with `rafka up --detach`, measure its idle PSS, run the workload, stop it."""
     stack = contextlib.ExitStack()
     cluster = run_phase(results, "rafka cluster start",
                         lambda: stack.enter_context(_rafka.rafka_cluster(data_dir / "rafka-cluster")), 180)
@@ -170,7 +171,8 @@ def rafka_phases(results: Results, data_dir: Path, records: int, repeat: int) ->
             return
         bootstrap = cluster.bootstrap_servers
         log(f"  rafka serving at {bootstrap}")
-        results.memory = run_phase(results, "rafka idle memory (PSS)", lambda: idle_memory(bootstrap), 120)
+        results.memory = run_phase(results, "rafka idle memory (PSS)",
+                                   lambda: idle_memory(bootstrap, cluster.pid), 120)
         if results.memory:
             log(f"  idle PSS {results.memory.total_mib:,.0f} MiB over {len(results.memory.processes)} processes")
         workload_phases(results, "rafka", bootstrap, records, repeat)

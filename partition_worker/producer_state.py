@@ -1,0 +1,434 @@
+"""Idempotent-producer state of one partition log (KIP-98, KIP-360): the pure core.
+
+Mirrors Apache Kafka 3.9's `ProducerStateManager`, `ProducerAppendInfo` and
+`ProducerStateEntry` (storage module) for *data* batches from clients. Transactions (ongoing
+transaction tracking, end-transaction markers, coordinator epoch checks, the LSO) and
+`truncateAndReload` are out of scope; `coordinator_epoch` and `current_txn_first_offset`
+are carried only so snapshots keep Kafka's format.
+
+The broker uses it in two steps around every write:
+
+    check = state.check_append(header)      # before writing; may raise
+    if check.is_duplicate:
+        answer with (check.first_offset, check.last_offset), write nothing
+    else:
+        write the batch at first_offset, then state.update(header, first_offset)
+
+Several batches of one producer in one request: call `check_append` and `update` batch by
+batch, in order, because each check is made against the state the previous batch left
+(Kafka accumulates them in one `ProducerAppendInfo`).
+
+Rules (verified against Kafka's `ProducerAppendInfo.checkSequence`/`checkProducerEpoch` and
+`UnifiedLog.analyzeAndValidateProducerState`):
+
+- Batches with `producer_id == -1` are not tracked: always "append", `update` ignores them.
+- Duplicate check comes first: a batch with the producer's *current* epoch whose
+  (first_seq, last_seq) equals one of the last five cached batches is answered with that
+  batch's original offsets and not appended.
+- Epoch below the current one: `InvalidProducerEpochError` (INVALID_PRODUCER_EPOCH; Kafka 2.7+
+  returns this instead of PRODUCER_FENCED for produce).
+- New (higher) epoch of a known producer must start at sequence 0, else
+  `OutOfOrderSequenceError` (OUT_OF_ORDER_SEQUENCE_NUMBER).
+- Same epoch: first_seq must be last_seq + 1, or 0 after Int32 max (`incrementSequence`
+  wrap), else OUT_OF_ORDER_SEQUENCE_NUMBER. A retry of a batch older than the five cached
+  ones fails this test too, so it gets OUT_OF_ORDER_SEQUENCE_NUMBER, not
+  DUPLICATE_SEQUENCE_NUMBER (the 3.9 broker never returns that code for produce).
+- Unknown producer id (no state, e.g. expired or its records deleted): *any* first sequence
+  is accepted. Before KIP-360 (Kafka < 2.5) a non-zero first sequence there was refused with
+  UNKNOWN_PRODUCER_ID; since KIP-360 the broker accepts it and the client recovers by itself.
+  (Kafka 4.x additionally refuses a non-zero sequence for a transactions-v2 producer whose
+  partition was just verified by the transaction coordinator; rafka has no transactions.)
+
+Not safe for concurrent use: the owning actor serialises calls.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import re
+import struct
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Deque, Protocol
+
+import crc32c as _crc32c
+
+from rafka.common.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_TIMESTAMP = -1
+INT32_MAX = 2**31 - 1
+
+NUM_BATCHES_TO_RETAIN = 5                     # ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms (KIP-854)
+
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 1
+_SNAPSHOT_NAME = re.compile(r"^(\d{20})\.snapshot$")
+# version int16, crc uint32, entry count int32 (Kafka's ArrayOf length)
+_SNAPSHOT_HEADER = struct.Struct(">hIi")
+_CRC_START = 6  # CRC-32C covers everything after version and crc
+# producer_id, epoch, last_sequence, last_offset, offset_delta, timestamp,
+# coordinator_epoch, current_txn_first_offset: Kafka's PRODUCER_SNAPSHOT_ENTRY_SCHEMA order.
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
+
+
+class OutOfOrderSequenceError(KafkaError):
+    code = ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+class InvalidProducerEpochError(KafkaError):
+    code = ErrorCode.INVALID_PRODUCER_EPOCH
+
+
+class CorruptSnapshotError(KafkaError):
+    """A producer snapshot that is short, has an unknown version or a bad CRC. Never leaves
+    this module: `load_latest_snapshot` logs it and tries an older snapshot."""
+
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+class HeaderLike(Protocol):
+    """What the checks read from a batch; `record_batch.BatchHeader` fits."""
+
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_offset_delta: int
+    max_timestamp: int
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """Kafka's `DefaultRecordBatch.incrementSequence`: wraps from Int32 max to 0."""
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def decrement_sequence(sequence: int, decrement: int) -> int:
+    """Kafka's `DefaultRecordBatch.decrementSequence`, the inverse of `increment_sequence`."""
+    if sequence < decrement:
+        return INT32_MAX - (decrement - sequence) + 1
+    return sequence - decrement
+
+
+def _in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+def snapshot_file_name(offset: int) -> str:
+    """`00000000000000000042.snapshot`, as Kafka's `LogFileUtils.producerSnapshotFile`."""
+    return f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+
+def list_snapshots(directory: str | os.PathLike) -> list[tuple[int, Path]]:
+    """(offset, path) of every snapshot file in `directory`, oldest first; [] if none."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    found = []
+    for entry in directory.iterdir():
+        match = _SNAPSHOT_NAME.match(entry.name)
+        if match and entry.is_file():
+            found.append((int(match.group(1)), entry))
+    return sorted(found)
+
+
+@dataclass(frozen=True)
+class BatchMetadata:
+    """One appended batch: sequences and offsets are inclusive; `offset_delta` is
+    last_offset - first_offset (Kafka stores lastSeq, lastOffset, offsetDelta, timestamp)."""
+
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+    @property
+    def offset_delta(self) -> int:
+        return self.last_offset - self.first_offset
+
+
+@dataclass
+class ProducerStateEntry:
+    """State of one producer id: its epoch and the last five batches of that epoch, oldest
+    first. A new epoch clears the batches (Kafka's `maybeUpdateProducerEpoch`)."""
+
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    coordinator_epoch: int = -1
+    last_timestamp: int = NO_TIMESTAMP
+    current_txn_first_offset: int | None = None  # always None: no transactions yet
+    batches: Deque[BatchMetadata] = field(default_factory=deque)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.batches
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_data_offset(self) -> int:
+        """Last offset of the last batch, -1 when there is none."""
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        if epoch != self.producer_epoch:
+            return None
+        for batch in self.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        return None
+
+    def add_batch(self, epoch: int, batch: BatchMetadata) -> None:
+        if epoch != self.producer_epoch:
+            self.batches.clear()
+            self.producer_epoch = epoch
+        if len(self.batches) == NUM_BATCHES_TO_RETAIN:
+            self.batches.popleft()
+        self.batches.append(batch)
+        self.last_timestamp = batch.timestamp
+
+
+@dataclass(frozen=True)
+class AppendCheck:
+    """Outcome of `check_append`: append the batch, or answer a duplicate with the offsets
+    it was first written at."""
+
+    is_duplicate: bool
+    first_offset: int = -1
+    last_offset: int = -1
+
+    @staticmethod
+    def duplicate(first_offset: int, last_offset: int) -> "AppendCheck":
+        return AppendCheck(True, first_offset, last_offset)
+
+
+APPEND = AppendCheck(False)
+
+
+class ProducerStateManager:
+    """Producer id -> `ProducerStateEntry` for one partition log.
+
+    On-disk snapshot `<20-digit offset>.snapshot`, Kafka's ProducerStateManager format v1,
+    big-endian:
+
+        int16  version = 1
+        uint32 crc        CRC-32C of every byte after this field
+        int32  count
+        count x (int64 producer_id, int16 epoch, int32 last_sequence, int64 last_offset,
+                 int32 offset_delta, int64 timestamp, int32 coordinator_epoch,
+                 int64 current_txn_first_offset (-1: none))
+
+    The offset in the name is the log end offset the state covers (exclusive). A snapshot
+    keeps only the *last* batch of each producer, exactly as Kafka: after loading, duplicate
+    detection covers that one batch until the producer appends more; an older retry then gets
+    OUT_OF_ORDER_SEQUENCE_NUMBER.
+    """
+
+    def __init__(self, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self._producers: dict[int, ProducerStateEntry] = {}
+
+    # ----------------------------------------------------------------- queries
+    @property
+    def producers(self) -> dict[int, ProducerStateEntry]:
+        """Live view of the active producers; callers must not modify it."""
+        return self._producers
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self._producers.get(producer_id)
+
+    # ------------------------------------------------------------------ append
+    def check_append(self, header: HeaderLike) -> AppendCheck:
+        """Validate a client batch before it is written. Returns `APPEND` or a duplicate with
+        original offsets; raises `InvalidProducerEpochError` or `OutOfOrderSequenceError`
+        (rules in the module docstring). Changes nothing."""
+        producer_id = header.producer_id
+        if producer_id == NO_PRODUCER_ID:
+            return APPEND
+        epoch = header.producer_epoch
+        first_seq = header.base_sequence
+        last_seq = increment_sequence(first_seq, header.last_offset_delta)
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return APPEND  # KIP-360: unknown producer, any sequence accepted
+        duplicate = entry.find_duplicate(epoch, first_seq, last_seq)
+        if duplicate is not None:
+            return AppendCheck.duplicate(duplicate.first_offset, duplicate.last_offset)
+        if epoch < entry.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"Epoch of producer {producer_id} is {epoch}, which is smaller than the last "
+                f"seen epoch {entry.producer_epoch}")
+        if epoch != entry.producer_epoch:
+            if first_seq != 0 and entry.producer_epoch != NO_PRODUCER_EPOCH:
+                raise OutOfOrderSequenceError(
+                    f"Invalid sequence number for new epoch of producer {producer_id}: {epoch} "
+                    f"(request epoch), {first_seq} (seq. number), {entry.producer_epoch} "
+                    f"(current producer epoch)")
+        elif entry.producer_epoch != NO_PRODUCER_EPOCH and not _in_sequence(entry.last_seq, first_seq):
+            raise OutOfOrderSequenceError(
+                f"Out of order sequence number for producer {producer_id}: {first_seq} "
+                f"(incoming seq. number), {entry.last_seq} (current end sequence number)")
+        return APPEND
+
+    def update(self, header: HeaderLike, first_offset: int) -> None:
+        """Record a batch just written at `first_offset` (its last offset is first_offset +
+        last_offset_delta; its timestamp is max_timestamp). Keeps the last five batches of
+        the current epoch. Batches without a producer id are ignored. Does not validate:
+        call `check_append` first."""
+        producer_id = header.producer_id
+        if producer_id == NO_PRODUCER_ID:
+            return
+        first_seq = header.base_sequence
+        batch = BatchMetadata(
+            first_seq=first_seq,
+            last_seq=increment_sequence(first_seq, header.last_offset_delta),
+            first_offset=first_offset,
+            last_offset=first_offset + header.last_offset_delta,
+            timestamp=header.max_timestamp)
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = self._producers[producer_id] = ProducerStateEntry(producer_id)
+        entry.add_batch(header.producer_epoch, batch)
+
+    # ------------------------------------------------------ expiry, truncation
+    def _is_expired(self, entry: ProducerStateEntry, now_ms: int, expiration_ms: int) -> bool:
+        # Kafka: idle for at least expiration_ms, and no open transaction.
+        return entry.current_txn_first_offset is None and now_ms - entry.last_timestamp >= expiration_ms
+
+    def remove_expired(self, now_ms: int, expiration_ms: int | None = None) -> list[int]:
+        """Drop producers whose last timestamp is `expiration_ms` (default
+        producer.id.expiration.ms) or more before `now_ms`; returns the ids dropped."""
+        if expiration_ms is None:
+            expiration_ms = self.producer_id_expiration_ms
+        expired = [pid for pid, entry in self._producers.items()
+                   if self._is_expired(entry, now_ms, expiration_ms)]
+        for pid in expired:
+            del self._producers[pid]
+        return expired
+
+    def truncate_fully(self, snapshot_dir: str | os.PathLike | None = None) -> None:
+        """Forget every producer (log truncated to nothing). With `snapshot_dir`, also delete
+        its snapshots, as Kafka's `truncateFullyAndStartAt`."""
+        self._producers.clear()
+        if snapshot_dir is not None:
+            for _, path in list_snapshots(snapshot_dir):
+                path.unlink(missing_ok=True)
+
+    def on_log_start_offset(self, log_start_offset: int) -> list[int]:
+        """Drop producers whose last batch ends below the new log start offset; returns them.
+
+        Deliberately stricter than Kafka 3.9, which (since KIP-360) keeps such producers in
+        memory and only loses them on restart; the pre-2.5 `evictUnretainedProducers` did this.
+        """
+        gone = [pid for pid, entry in self._producers.items()
+                if entry.last_data_offset < log_start_offset]
+        for pid in gone:
+            del self._producers[pid]
+        return gone
+
+    # ---------------------------------------------------------------- snapshots
+    def encode_snapshot(self) -> bytes:
+        """The snapshot bytes of the current state (format in the class docstring)."""
+        body = bytearray(_SNAPSHOT_HEADER.pack(SNAPSHOT_VERSION, 0, len(self._producers)))
+        for pid, entry in self._producers.items():
+            last = entry.batches[-1] if entry.batches else None
+            body += _SNAPSHOT_ENTRY.pack(
+                pid, entry.producer_epoch,
+                last.last_seq if last else NO_SEQUENCE,
+                last.last_offset if last else -1,
+                last.offset_delta if last else 0,
+                entry.last_timestamp, entry.coordinator_epoch,
+                -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset)
+        crc = _crc32c.crc32c(bytes(body[_CRC_START:]))
+        struct.pack_into(">I", body, 2, crc)
+        return bytes(body)
+
+    @staticmethod
+    def decode_snapshot(data: bytes) -> list[ProducerStateEntry]:
+        """Entries of a snapshot; raises `CorruptSnapshotError` on a short file, unknown
+        version, bad CRC, negative count or trailing bytes."""
+        if len(data) < _SNAPSHOT_HEADER.size:
+            raise CorruptSnapshotError(f"snapshot of {len(data)} bytes is shorter than its header")
+        version, crc, count = _SNAPSHOT_HEADER.unpack_from(data, 0)
+        if version != SNAPSHOT_VERSION:
+            raise CorruptSnapshotError(f"unknown snapshot version {version}")
+        computed = _crc32c.crc32c(bytes(data[_CRC_START:]))
+        if crc != computed:
+            raise CorruptSnapshotError(f"snapshot CRC {crc} does not match computed {computed}")
+        expected = _SNAPSHOT_HEADER.size + max(count, 0) * _SNAPSHOT_ENTRY.size
+        if count < 0 or len(data) != expected:
+            raise CorruptSnapshotError(f"snapshot has {len(data)} bytes for {count} entries")
+        entries = []
+        for i in range(count):
+            (pid, epoch, last_seq, last_offset, offset_delta, timestamp, coordinator_epoch,
+             txn_first) = _SNAPSHOT_ENTRY.unpack_from(data, _SNAPSHOT_HEADER.size + i * _SNAPSHOT_ENTRY.size)
+            entry = ProducerStateEntry(
+                pid, epoch, coordinator_epoch, timestamp,
+                current_txn_first_offset=txn_first if txn_first >= 0 else None)
+            if last_offset >= 0:  # Kafka: no batch metadata when the last offset is -1
+                entry.batches.append(BatchMetadata(
+                    first_seq=decrement_sequence(last_seq, offset_delta), last_seq=last_seq,
+                    first_offset=last_offset - offset_delta, last_offset=last_offset,
+                    timestamp=timestamp))
+            entries.append(entry)
+        return entries
+
+    def write_snapshot(self, snapshot_dir: str | os.PathLike, offset: int) -> Path:
+        """Write `<offset>.snapshot` in `snapshot_dir` durably (temp file, fsync, rename) and
+        return its path. Overwrites a snapshot at the same offset."""
+        path = Path(snapshot_dir) / snapshot_file_name(offset)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as f:
+            f.write(self.encode_snapshot())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        return path
+
+    def load_latest_snapshot(self, snapshot_dir: str | os.PathLike,
+                             now_ms: int | None = None) -> int | None:
+        """Replace the state with the newest readable snapshot and return its offset, or
+        `None` (state left empty) if there is none. A corrupt or truncated snapshot is logged
+        and skipped for the next older one; unlike Kafka, it is not deleted, leaving that to
+        `delete_snapshots_before`/an operator. With `now_ms`, expired producers are not
+        loaded, as Kafka's `loadFromSnapshot`."""
+        self._producers.clear()
+        for offset, path in reversed(list_snapshots(snapshot_dir)):
+            try:
+                entries = self.decode_snapshot(path.read_bytes())
+            except (CorruptSnapshotError, OSError) as e:
+                log.warning("Failed to load producer snapshot from '%s': %s", path, e)
+                continue
+            for entry in entries:
+                if now_ms is None or not self._is_expired(entry, now_ms, self.producer_id_expiration_ms):
+                    self._producers[entry.producer_id] = entry
+            return offset
+        return None
+
+    @staticmethod
+    def delete_snapshots_before(snapshot_dir: str | os.PathLike, offset: int) -> list[int]:
+        """Delete snapshots whose offset is below `offset` (exclusive, as Kafka's
+        `deleteSnapshotsBefore`); returns the offsets deleted."""
+        deleted = []
+        for snap_offset, path in list_snapshots(snapshot_dir):
+            if snap_offset < offset:
+                path.unlink(missing_ok=True)
+                deleted.append(snap_offset)
+        return deleted
+
+
+__all__ = [
+    "APPEND", "AppendCheck", "BatchMetadata", "CorruptSnapshotError", "InvalidProducerEpochError",
+    "OutOfOrderSequenceError", "ProducerStateEntry", "ProducerStateManager",
+    "decrement_sequence", "increment_sequence", "list_snapshots", "snapshot_file_name",
+]
