@@ -50,7 +50,7 @@ import struct
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Deque, Protocol
+from typing import Protocol
 
 import crc32c as _crc32c
 
@@ -165,7 +165,7 @@ class ProducerStateEntry:
     coordinator_epoch: int = -1
     last_timestamp: int = NO_TIMESTAMP
     current_txn_first_offset: int | None = None  # always None: no transactions yet
-    batches: Deque[BatchMetadata] = field(default_factory=deque)
+    batches: deque[BatchMetadata] = field(default_factory=deque)
 
     @property
     def is_empty(self) -> bool:
@@ -208,7 +208,7 @@ class AppendCheck:
     last_offset: int = -1
 
     @staticmethod
-    def duplicate(first_offset: int, last_offset: int) -> "AppendCheck":
+    def duplicate(first_offset: int, last_offset: int) -> AppendCheck:
         return AppendCheck(True, first_offset, last_offset)
 
 

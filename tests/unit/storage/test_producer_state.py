@@ -6,14 +6,22 @@ import struct
 
 import crc32c
 import pytest
-
-from rafka.common.errors import ErrorCode, KafkaError
 from rafka.partition_worker.producer_state import (
-    APPEND, DEFAULT_PRODUCER_ID_EXPIRATION_MS, INT32_MAX, AppendCheck, InvalidProducerEpochError,
-    OutOfOrderSequenceError, ProducerStateManager, decrement_sequence, increment_sequence,
-    list_snapshots, snapshot_file_name,
+    APPEND,
+    DEFAULT_PRODUCER_ID_EXPIRATION_MS,
+    INT32_MAX,
+    AppendCheck,
+    InvalidProducerEpochError,
+    OutOfOrderSequenceError,
+    ProducerStateManager,
+    decrement_sequence,
+    increment_sequence,
+    list_snapshots,
+    snapshot_file_name,
 )
 from rafka.partition_worker.record_batch import BatchHeader
+
+from rafka.common.errors import ErrorCode, KafkaError
 
 PID = 1000
 
