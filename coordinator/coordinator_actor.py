@@ -305,10 +305,9 @@ class BrokerCoordinator:
                 results.append(result)
             except KafkaError as e:
                 results.append(TopicResult(spec.name, e.code, str(e)))
-        if created and timeout_ms > 0:
-            await self._await_metadata(lambda m: all(_has_leaders(m, t) for t in created), timeout_ms)
-        elif created:
-            await self._await_metadata(lambda m: all(_has_leaders(m, t) for t in created), 5000)
+        if created:  # a timeout of 0 (auto-creation) still waits briefly, so the caller sees leaders
+            await self._await_metadata(lambda m: all(_has_leaders(m, t) for t in created),
+                                       timeout_ms if timeout_ms > 0 else 5000)
         return results
 
     def _plan_topic(self, spec: TopicSpec, brokers: list[int], existing: set[str]) -> TopicResult:

@@ -146,9 +146,8 @@ class PartitionReplica:
     def append(self, batches: list, acks: int) -> list[ProduceResult]:
         """Append each produce request's records (one entry per request, in arrival order).
 
-        The front end coalesces the requests that queued while the previous call ran, so
-        one actor call carries many requests. Each entry is answered on its own: one
-        corrupt batch fails its request only.
+        Called for each APPEND frame of the data socket, in arrival order. Each entry is
+        answered on its own: one corrupt batch fails its request only.
         """
         if not self._state.is_leader:
             return [ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)] * len(batches)
