@@ -36,7 +36,7 @@ from rafka.common.types import Endpoint, TopicPartition, topic_name_problem
 from rafka.coordinator import assignment as assign
 from rafka.coordinator.controller_logic import build_metadata_snapshot, elect_partition_states
 from rafka.coordinator.messages import TopicResult, TopicSpec
-from rafka.coordinator.zk_data import BrokerRegistration, TopicAssignment
+from rafka.coordinator.zk_data import BrokerRegistration, ProducerIdBlock, TopicAssignment
 from rafka.coordinator.zk_store import ZkStore
 from rafka.net.frontend_actor import Frontend
 from rafka.common.metadata import ClusterMetadata
@@ -95,7 +95,8 @@ class BrokerCoordinator:
             name=frontend_name(self._id), namespace=self._namespace, num_cpus=0, max_concurrency=10000,
             **pin_to_node(self._node_id)).remote(
                 self._id, listener.host, listener.port, ray.get_runtime_context().current_actor,
-                auto_create_topics=self._config.auto_create_topics_enable)
+                auto_create_topics=self._config.auto_create_topics_enable,
+                producer_id_memory_ms=self._config.transactional_id_expiration_ms)
         port = await self._frontend.start.remote()
         if advertised.port == 0 or advertised == listener:
             advertised = Endpoint(advertised.listener, advertised.host, port, advertised.security_protocol)
@@ -284,6 +285,11 @@ class BrokerCoordinator:
             self._log.info("removed replica %s of a deleted topic", tp)
 
     # -- topic admin (any broker; the controller acts on what lands in ZooKeeper) ---------
+    async def claim_producer_id_block(self) -> ProducerIdBlock:
+        """Claim this broker's next 1,000 producer ids in `/latest_producer_id_block`."""
+        assert self._zk is not None
+        return await asyncio.to_thread(self._zk.claim_producer_id_block, self._id)
+
     async def create_topics(self, specs: list[TopicSpec], validate_only: bool, timeout_ms: int) -> list[TopicResult]:
         zk = self._zk
         assert zk is not None

@@ -369,6 +369,10 @@ def decode_isr_change(data: bytes) -> set[TopicPartition]:
 
 
 # ---- /latest_producer_id_block -----------------------------------------------------------
+PRODUCER_ID_BLOCK_SIZE = 1000        # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+MAX_PRODUCER_ID = 2**63 - 1
+
+
 @dataclass(frozen=True)
 class ProducerIdBlock:
     """A block of producer ids handed to one broker: `first_producer_id` .. `last_producer_id`."""

@@ -7,13 +7,17 @@ coordinator. Async actor: everything runs on one event loop.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import time
 from typing import Any
 
+from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
 from rafka.coordinator.messages import TopicResult, TopicSpec
+from rafka.coordinator.producer_ids import NeedsBlock, ProducerIdManager
 from rafka.net.data_plane import ReplicaChannel
 from rafka.net.handlers import RequestDispatcher
 from rafka.common.metadata import ClusterMetadata
@@ -25,13 +29,16 @@ log = logging.getLogger(__name__)
 class Frontend:
     def __init__(self, broker_id: int, host: str, port: int, coordinator: Any, *,
                  auto_create_topics: bool = True,
-                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+                 producer_id_memory_ms: int = 604_800_000) -> None:
         self.broker_id = broker_id
         self.metadata = ClusterMetadata()
         self.auto_create_topics = auto_create_topics
         self._coordinator = coordinator
         self._channels: dict[TopicPartition, ReplicaChannel] = {}
         self._log = Prefixed(log, f"[Frontend broker={broker_id}]")
+        self._producer_ids = ProducerIdManager(broker_id, remember_ms=producer_id_memory_ms)
+        self._block_claim: asyncio.Task | None = None
         self._dispatcher = RequestDispatcher(self)
         self._server = KafkaServer(self._dispatcher, host=host, port=port, broker_id=broker_id,
                                    max_request_bytes=max_request_bytes)
@@ -73,3 +80,31 @@ class Frontend:
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]:
         return await self._coordinator.delete_topics.remote(names, timeout_ms)
+
+    async def init_producer_id(self, producer_id: int, producer_epoch: int) -> tuple[ErrorCode, int, int]:
+        """(error, id, epoch) for an idempotent producer; ids come from blocks the broker's
+        coordinator claims in ZooKeeper, fetched ahead so most calls need no round trip."""
+        manager = self._producer_ids
+        for _ in range(3):
+            if manager.wants_block() and self._block_claim is None:
+                self._block_claim = asyncio.ensure_future(self._claim_block())
+            try:
+                answer = manager.init_producer(producer_id, producer_epoch, int(time.time() * 1000))
+                return ErrorCode.NONE, answer.producer_id, answer.producer_epoch
+            except NeedsBlock:
+                claim = self._block_claim
+                if claim is not None and not await asyncio.shield(claim):
+                    break
+        # ZooKeeper unreachable: a retriable error, so the client asks again.
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
+
+    async def _claim_block(self) -> bool:
+        try:
+            block = await self._coordinator.claim_producer_id_block.remote()
+        except Exception:  # noqa: BLE001 - reported to the client as retriable
+            self._log.exception("could not claim a producer id block")
+            return False
+        finally:
+            self._block_claim = None
+        self._producer_ids.add_block(block)
+        return True

@@ -24,7 +24,7 @@ from rafka.partition_worker.messages import FetchResult
 log = logging.getLogger(__name__)
 
 API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS = 18, 3, 0, 1, 2
-CREATE_TOPICS, DELETE_TOPICS, FIND_COORDINATOR = 19, 20, 10
+CREATE_TOPICS, DELETE_TOPICS, FIND_COORDINATOR, INIT_PRODUCER_ID = 19, 20, 10, 22
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
 NULL_UUID = uuid.UUID(int=0)
 
@@ -41,6 +41,9 @@ class BrokerServices(Protocol):
                             timeout_ms: int) -> list[TopicResult]: ...
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]: ...
+
+    async def init_producer_id(self, producer_id: int, producer_epoch: int) -> tuple[ErrorCode, int, int]:
+        """(error, producer id, epoch) for a producer without a transactional id."""
 
 
 class FileRecords:
@@ -68,7 +71,7 @@ def _advertised_ranges() -> dict[int, tuple[int, int]]:
 
 
 IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS,
-               FIND_COORDINATOR)
+               FIND_COORDINATOR, INIT_PRODUCER_ID)
 
 
 class RequestDispatcher:
@@ -86,6 +89,7 @@ class RequestDispatcher:
             CREATE_TOPICS: self._create_topics,
             DELETE_TOPICS: self._delete_topics,
             FIND_COORDINATOR: self._find_coordinator,
+            INIT_PRODUCER_ID: self._init_producer_id,
         }
 
     @property
@@ -310,6 +314,21 @@ class RequestDispatcher:
                 "host": "", "port": -1,
                 "coordinators": [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code,
                                   "error_message": message} for k in keys]}
+
+    # -- InitProducerId -------------------------------------------------------------
+    async def _init_producer_id(self, version: int, body: dict) -> dict:
+        """Idempotent producers get an id (and, per KIP-360, a bumped epoch) from this broker.
+
+        A transactional id needs a transaction coordinator, which rafka does not run yet: the
+        producer gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error that says so, the
+        same answer its transactional produce requests would get.
+        """
+        if body.get("transactional_id") is not None:
+            return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    "producer_id": -1, "producer_epoch": -1}
+        code, producer_id, epoch = await self._services.init_producer_id(
+            body.get("producer_id", -1), body.get("producer_epoch", -1))
+        return {"throttle_time_ms": 0, "error_code": code, "producer_id": producer_id, "producer_epoch": epoch}
 
     # -- CreateTopics / DeleteTopics ---------------------------------------------
     async def _create_topics(self, version: int, body: dict) -> dict:

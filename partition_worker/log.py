@@ -8,20 +8,29 @@ Recovery follows Kafka's UnifiedLog/LogLoader, simplified:
 - without it, the last (active) segment is scanned batch by batch and truncated at the first
   invalid batch. Older segments were fsynced when they rolled, so they are only scanned when
   their index is missing or fails its sanity check (there is no recovery-point checkpoint yet).
+
+Idempotent producers (KIP-98): the log owns a `ProducerStateManager`. Every client batch is
+checked against it before it is written (duplicates are answered with their first offsets and
+not written again); a snapshot `<offset>.snapshot` is written at every roll and at `close`,
+and `open` loads the newest usable snapshot and replays the batches after it, as Kafka's
+`UnifiedLog.loadProducerState`. Snapshots above the recovered log end are deleted first.
 """
 from __future__ import annotations
 
 import logging
 import os
+import time
 from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from rafka.common.config import LogConfig
-from rafka.common.errors import OffsetOutOfRangeError, RecordBatchTooLargeError
+from rafka.common.errors import InvalidRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
 from rafka.common.logging_util import Prefixed
+from rafka.partition_worker.producer_state import ProducerStateManager, list_snapshots
 from rafka.partition_worker.record_batch import (
-    TimestampType, assign_offsets, decode_records, parse_header, validate_batches,
+    BatchHeader, TimestampType, assign_offsets, decode_records, parse_header, validate_batches,
 )
 from rafka.partition_worker.segment import LOG_SUFFIX, FileRegion, LogSegment
 
@@ -40,6 +49,7 @@ class AppendInfo:
     record_count: int
     log_append_time_ms: int = -1
     log_start_offset: int = 0
+    duplicate: bool = False  # a retried idempotent batch: answered with its first offsets, not written
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,7 @@ class PartitionLog:
         self._closed = False
         self._logger = Prefixed(logging.getLogger(__name__),
                                 f"[PartitionLog partition={directory.name}, dir={directory.parent}]")
+        self.producer_state = ProducerStateManager(config.producer_id_expiration_ms)
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -111,12 +122,51 @@ class PartitionLog:
                     seg.seal()
             segments.append(seg)
         log = cls(directory, config, segments)
+        log._load_producer_state(now_ms if now_ms is not None else _now_ms())
         if clean:
             marker.unlink()
             _fsync_dir(directory)
-        logger.info("loaded %d segments (%s shutdown): log start %d, log end %d", len(segments),
-                    "clean" if clean else "unclean", log.log_start_offset, log.log_end_offset)
+        logger.info("loaded %d segments (%s shutdown): log start %d, log end %d, %d active producers",
+                    len(segments), "clean" if clean else "unclean", log.log_start_offset, log.log_end_offset,
+                    len(log.producer_state.producers))
         return log
+
+    def _load_producer_state(self, now_ms: int) -> None:
+        """Newest usable snapshot plus the batches after it (Kafka's `loadProducerState`).
+
+        Snapshots above the log end (left by a crash that lost the tail) are deleted; a corrupt
+        one is skipped for an older one; with none usable the whole log is replayed. A replay
+        of more than nothing is saved as a snapshot at the log end, so the next open is quick.
+        """
+        end, start = self.log_end_offset, self.log_start_offset
+        for offset, path in list_snapshots(self.directory):
+            if offset > end:
+                self._logger.warning("deleting producer snapshot %s above the log end %d", path.name, end)
+                path.unlink(missing_ok=True)
+        state = self.producer_state
+        loaded = state.load_latest_snapshot(self.directory, now_ms)
+        if loaded is None or loaded < start:
+            state.truncate_fully()
+            loaded = start
+        replayed = 0
+        for header in self.headers_from(loaded):
+            if header.has_producer_id and not header.is_control:
+                state.update(header, header.base_offset)
+                replayed += 1
+        state.remove_expired(now_ms)
+        if replayed:
+            self._logger.info("rebuilt producer state from %d batches after offset %d", replayed, loaded)
+            state.write_snapshot(self.directory, end)
+
+    def headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        """Headers of the batches whose base offset is `offset` or later, in log order."""
+        segments = self._segments
+        i = max(0, bisect_right(self._bases, offset) - 1)
+        for seg in segments[i:]:
+            _, position = seg.index.lookup(offset) if seg.base_offset <= offset else (0, 0)
+            for header in seg.iter_headers(position):
+                if header.base_offset >= offset:
+                    yield header
 
     # -- offsets ---------------------------------------------------------------------------
     @property
@@ -171,6 +221,19 @@ class PartitionLog:
         if mv.readonly:
             mv = memoryview(bytearray(mv))
         headers = validate_batches(mv, max_batch_bytes, from_client=from_client)
+        if from_client and len(headers) != 1:
+            raise InvalidRecordError(
+                "Produce requests with version 3+ are only allowed to contain exactly one record batch")
+        state = self.producer_state
+        if from_client:
+            check = state.check_append(headers[0])  # raises on a sequence gap or a stale epoch
+            if check.is_duplicate:
+                h = headers[0]
+                self._logger.debug("duplicate batch of producer %d (epoch %d, sequence %d): already at offset %d",
+                                   h.producer_id, h.producer_epoch, h.base_sequence, check.first_offset)
+                return AppendInfo(base_offset=check.first_offset, last_offset=check.last_offset,
+                                  max_timestamp=h.max_timestamp, batch_count=1, record_count=h.records_count,
+                                  log_start_offset=self.log_start_offset, duplicate=True)
         total = len(mv)
         if total > self.config.segment_bytes:
             raise RecordBatchTooLargeError(
@@ -182,6 +245,9 @@ class PartitionLog:
         assign_offsets(mv, base_offset, leader_epoch)
         written = [parse_header(mv, h.position) for h in headers]
         active.append(mv, written)
+        for h in written:
+            if h.has_producer_id and not h.is_control:
+                state.update(h, h.base_offset)
         record_count = sum(h.records_count for h in headers)
         self._unflushed_messages += record_count
         if self._unflushed_messages >= self.config.flush_messages:
@@ -206,6 +272,7 @@ class PartitionLog:
         new_base = active.next_offset
         active.seal()
         active.flush()  # Kafka flushes a rolled segment (asynchronously); here at roll time
+        self.producer_state.write_snapshot(self.directory, new_base)
         segment = LogSegment.create(self.directory, new_base, index_interval_bytes=self.config.index_interval_bytes,
                                     max_index_entries=max(1, self.config.segment_index_bytes // 8))
         _fsync_dir(self.directory)
@@ -313,6 +380,7 @@ class PartitionLog:
         active = self._segments[-1]
         active.seal()
         self.flush()
+        self.producer_state.write_snapshot(self.directory, active.next_offset)
         for seg in self._segments:
             seg.close()
         marker = self.directory / CLEAN_SHUTDOWN_FILE
@@ -325,9 +393,17 @@ class PartitionLog:
         self._closed = True
         self._logger.info("closed cleanly at log end %d", active.next_offset)
 
+    def remove_expired_producers(self, now_ms: int | None = None) -> list[int]:
+        """Forget producers idle for `producer.id.expiration.ms`; returns their ids."""
+        return self.producer_state.remove_expired(_now_ms() if now_ms is None else now_ms)
+
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"log of {self.directory.name} is closed")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
 
 
 def _fsync_dir(directory: Path) -> None:

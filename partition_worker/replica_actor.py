@@ -52,6 +52,7 @@ class PartitionReplica:
         self._log = PartitionLog.open(partition_dir(log_dir, tp), config)
         self._state = ReplicaState(broker_id=broker_id)
         self._appended = asyncio.Event()
+        self._expiry_task: asyncio.Task | None = None
         self._logger.info("opened log in %.3f s: log start %d, log end %d",
                           time.monotonic() - started, self._log.log_start_offset, self._log.log_end_offset)
 
@@ -66,7 +67,18 @@ class PartitionReplica:
                 pass
             loop = asyncio.get_running_loop()
             self._data_server = await loop.create_unix_server(self._new_data_connection, path=self._socket_path)
+        if self._expiry_task is None:
+            self._expiry_task = asyncio.ensure_future(self._expire_producers_periodically())
         return {"pid": os.getpid(), "socket": self._socket_path}
+
+    async def _expire_producers_periodically(self) -> None:
+        """Every `producer.id.expiration.check.interval.ms`, forget idle producers (as Kafka)."""
+        interval = self._config.producer_id_expiration_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            expired = self._log.remove_expired_producers()
+            if expired:
+                self._logger.info("expired %d producer ids: %s", len(expired), expired[:20])
 
     def become(self, order: LeaderAndIsr) -> ErrorCode:
         """Take the role the controller decided (idempotent: a repeat changes nothing)."""
@@ -93,7 +105,11 @@ class PartitionReplica:
         return self._log.log_end_offset
 
     def close(self) -> None:
-        """Clean shutdown: flush and mark the log clean, so the next open skips recovery."""
+        """Clean shutdown: flush, snapshot producer state and mark the log clean, so the next
+        open skips recovery."""
+        if self._expiry_task is not None:
+            self._expiry_task.cancel()
+            self._expiry_task = None
         if self._data_server is not None:
             self._data_server.close()
             self._data_server = None

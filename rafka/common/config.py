@@ -73,6 +73,12 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("min.insync.replicas", int, 1, "Minimum ISR for acks=all.", topic_name="min.insync.replicas",
               minimum=1),
     ConfigKey("replica.lag.time.max.ms", int, 30000, "Time before a lagging follower leaves the ISR."),
+    ConfigKey("producer.id.expiration.ms", int, 86_400_000,
+              "Idle time after which a partition forgets an idempotent producer's state.", minimum=1),
+    ConfigKey("producer.id.expiration.check.interval.ms", int, 600_000,
+              "How often partitions look for expired producer ids.", minimum=1),
+    ConfigKey("transactional.id.expiration.ms", int, 604_800_000,
+              "Idle time after which a producer id's epoch is no longer remembered for bumping.", minimum=1),
     ConfigKey("rack", str, "", "The broker's rack (broker.rack)."),
     ConfigKey("broker.rack", str, "", "The broker's rack."),
 )
@@ -91,6 +97,9 @@ class LogConfig:
     flush_messages: int = (1 << 63) - 1
     retention_ms: int = 7 * 24 * 3600 * 1000
     min_insync_replicas: int = 1
+    # Broker-wide, not topic configs: carried here because the partition log applies them.
+    producer_id_expiration_ms: int = 86_400_000
+    producer_id_expiration_check_interval_ms: int = 600_000
 
     def with_overrides(self, overrides: Mapping[str, str]) -> "LogConfig":
         """Apply topic configs such as {"segment.bytes": "1048576"}; unknown names are refused."""
@@ -136,6 +145,9 @@ class BrokerConfig:
     log_retention_ms: int = 7 * 24 * 3600 * 1000
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30000
+    producer_id_expiration_ms: int = 86_400_000
+    producer_id_expiration_check_interval_ms: int = 600_000
+    transactional_id_expiration_ms: int = 604_800_000
     rack: str = ""
     broker_rack: str = ""
     unused: tuple[str, ...] = field(default=(), compare=False)
@@ -185,6 +197,8 @@ class BrokerConfig:
             flush_messages=self.log_flush_interval_messages,
             retention_ms=self.log_retention_ms,
             min_insync_replicas=self.min_insync_replicas,
+            producer_id_expiration_ms=self.producer_id_expiration_ms,
+            producer_id_expiration_check_interval_ms=self.producer_id_expiration_check_interval_ms,
         )
 
 

@@ -63,7 +63,7 @@ def test_up_with_server_properties_and_an_external_zookeeper(tmp_path, zk_connec
             zk.stop()
         from kafka import KafkaProducer
 
-        producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", enable_idempotence=False, acks=1)
+        producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}")
         producer.send("cli-auto", b"x").get(timeout=30)
         producer.close()
         assert len(list(log_dir.glob("cli-auto-*"))) == 3  # num.partitions from the file

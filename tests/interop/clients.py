@@ -40,9 +40,8 @@ def make_records(count: int, base_ts: int | None = None) -> list[Sent]:
 def kafka_python_produce(bootstrap: str, topic: str, records: list[Sent], compression: str | None) -> None:
     from kafka import KafkaProducer
 
-    # Idempotence (kafka-python's default) is its own issue; switched off until it lands.
-    producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=compression,
-                             enable_idempotence=False, acks=1, linger_ms=5)
+    # kafka-python's defaults: idempotent, acks=all.
+    producer = KafkaProducer(bootstrap_servers=bootstrap, compression_type=compression, linger_ms=5)
     futures = [producer.send(topic, key=r.key, value=r.value, headers=list(r.headers), partition=0,
                              timestamp_ms=r.timestamp_ms) for r in records]
     producer.flush(60)

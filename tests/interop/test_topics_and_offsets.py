@@ -51,7 +51,7 @@ def test_metadata_creates_unknown_topics_when_allowed(bootstrap):
 def test_kafka_python_producer_auto_creates_its_topic(bootstrap):
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=False, acks=1)
+    producer = KafkaProducer(bootstrap_servers=bootstrap)
     meta = producer.send("auto-by-producer", b"hello").get(timeout=30)
     producer.close()
     assert meta.offset == 0

@@ -7,7 +7,9 @@ import random
 import pytest
 
 from rafka.common.config import LogConfig
-from rafka.common.errors import CorruptRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
+from rafka.common.errors import (
+    CorruptRecordError, InvalidRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError,
+)
 from rafka.partition_worker.log import CLEAN_SHUTDOWN_FILE, PartitionLog
 from rafka.partition_worker.record_batch import Compression, decode_records, iter_batches
 from rafka.partition_worker.record_batch import Record, encode_batch
@@ -65,12 +67,20 @@ def test_append_assigns_offsets_and_rolls_segments(tmp_path):
 def test_append_info(tmp_path):
     log = PartitionLog.open(tmp_path / "t-0", SMALL)
     log.append(batch(2), leader_epoch=0, max_batch_bytes=MAX)
-    info = log.append(bytes(batch(4, ts=5000)) + bytes(batch(1, ts=7000)), leader_epoch=9, max_batch_bytes=MAX)
+    info = log.append(bytes(batch(4, ts=5000)) + bytes(batch(1, ts=7000)), leader_epoch=9, max_batch_bytes=MAX,
+                      from_client=False)
     assert (info.base_offset, info.last_offset, info.batch_count, info.record_count) == (2, 6, 2, 5)
     assert info.max_timestamp == 7000 and info.log_append_time_ms == -1 and info.log_start_offset == 0
     data = log.read_bytes(log.read(2, MAX).regions[0])
     h1, h2 = iter_batches(data)
     assert (h1.base_offset, h1.partition_leader_epoch, h2.base_offset) == (2, 9, 6)
+
+
+def test_client_append_of_two_batches_is_refused_as_kafka_does(tmp_path):
+    log = PartitionLog.open(tmp_path / "t-0", SMALL)
+    with pytest.raises(InvalidRecordError, match="exactly one record batch"):
+        log.append(bytes(batch(2)) + bytes(batch(1)), leader_epoch=0, max_batch_bytes=MAX)
+    assert log.log_end_offset == 0 and log.segments[0].size == 0
 
 
 def test_append_refusal_writes_nothing(tmp_path):
