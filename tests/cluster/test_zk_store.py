@@ -247,3 +247,32 @@ def test_clear_stale_ephemerals_removes_registrations_of_a_dead_run(stores, zk_r
 def test_write_partition_state_accepts_none_for_create(stores):
     s = stores()
     assert s.write_partition_state("n", 0, PartitionState(1, 0, (1,), 1), None).zk_version == 0
+
+
+# ---- /latest_producer_id_block ------------------------------------------------------------
+def test_first_producer_id_block_starts_at_zero_in_kafkas_json(stores, zk_raw):
+    block = stores().claim_producer_id_block(3)
+    assert (block.assigned_broker_id, block.first_producer_id, block.last_producer_id) == (3, 0, 999)
+    data, _ = zk_raw.get(zd.LATEST_PRODUCER_ID_BLOCK_PATH)
+    assert json.loads(data) == {"version": 1, "broker": 3, "block_start": "0", "block_end": "999"}
+
+
+def test_racing_brokers_never_claim_overlapping_producer_id_blocks(stores):
+    brokers = [stores() for _ in range(4)]
+    claimed: list[zd.ProducerIdBlock] = []
+    lock = threading.Lock()
+
+    def claim(broker_id: int, store: ZkStore) -> None:
+        for _ in range(10):
+            block = store.claim_producer_id_block(broker_id, size=50)
+            with lock:
+                claimed.append(block)
+
+    threads = [threading.Thread(target=claim, args=(i, s)) for i, s in enumerate(brokers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    ids = [pid for b in claimed for pid in range(b.first_producer_id, b.last_producer_id + 1)]
+    assert len(claimed) == 40 and len(ids) == len(set(ids)) == 2000
+    assert sorted(ids) == list(range(2000))
