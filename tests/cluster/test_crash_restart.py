@@ -87,3 +87,90 @@ def test_acknowledged_records_survive_kill_9_and_restart(tmp_path):
         rafka("down", "--data-dir", data_dir)
         if group_members(pid):
             os.killpg(pid, signal.SIGKILL)
+
+
+def test_idempotent_producer_retries_across_kill_9_with_no_loss_and_no_duplicates(tmp_path):
+    """acks=all, five in flight: the broker dies mid-production, comes back on the same data
+    dir, and the client's retries finish. Every acknowledged record is there exactly once."""
+    import json
+    import threading
+
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    data_dir, port = str(tmp_path / "rafka"), free_port()
+    up = rafka("up", "--detach", "--data-dir", data_dir, "--port", str(port))
+    assert up.returncode == 0, up.stderr
+    bootstrap = up.stdout.strip()
+    pid = json.loads(open(os.path.join(data_dir, "rafka.state.json")).read())["pid"]
+    total, partitions = 40_000, 3
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        admin.create_topics([NewTopic("crash-idempotent", partitions, 1)])["crash-idempotent"].result(60)
+        acked: dict[bytes, tuple[int, int]] = {}
+        failed: list = []
+
+        def on_delivery(err, msg):
+            if err is None:
+                acked[msg.value()] = (msg.partition(), msg.offset())
+            else:
+                failed.append(err)
+
+        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                             "max.in.flight.requests.per.connection": 5, "linger.ms": 2,
+                             "batch.num.messages": 200, "message.timeout.ms": 120000})
+
+        def produce_all() -> None:
+            for i in range(total):
+                while True:
+                    try:
+                        producer.produce("crash-idempotent", b"record-%06d" % i, partition=i % partitions,
+                                         on_delivery=on_delivery)
+                        break
+                    except BufferError:
+                        producer.poll(0.05)
+                producer.poll(0)
+                if i % 500 == 0:
+                    time.sleep(0.01)  # spread production over the kill and the restart
+
+        thread = threading.Thread(target=produce_all)
+        thread.start()
+        wait_until(lambda: len(acked) >= 5000, timeout_s=60, message="5,000 records acknowledged")
+        os.killpg(pid, signal.SIGKILL)
+        wait_until(lambda: not group_members(pid), timeout_s=30, message="every process of the group gone")
+        acked_before_restart = len(acked)
+        assert acked_before_restart < total, "production ended before the kill; nothing was tested"
+
+        again = rafka("up", "--detach", "--data-dir", data_dir, "--port", str(port))
+        assert again.returncode == 0, again.stderr
+        pid = json.loads(open(os.path.join(data_dir, "rafka.state.json")).read())["pid"]
+        thread.join(180)
+        assert producer.flush(120) == 0
+        assert not failed, failed[:3]
+        assert len(acked) == total
+
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "crash-check",
+                             "enable.auto.commit": False, "enable.partition.eof": True})
+        consumer.assign([TopicPartition("crash-idempotent", p, 0) for p in range(partitions)])
+        seen: list[tuple[bytes, int, int]] = []
+        at_end: set[int] = set()
+        deadline = time.monotonic() + 60
+        while (len(seen) < total or len(at_end) < partitions) and time.monotonic() < deadline:
+            for m in consumer.consume(2000, timeout=0.5):
+                if m.error() is not None:
+                    at_end.add(m.partition())
+                    continue
+                at_end.discard(m.partition())
+                seen.append((m.value(), m.partition(), m.offset()))
+        consumer.close()
+        values = [v for v, _, _ in seen]
+        duplicates = len(values) - len(set(values))
+        assert duplicates == 0, f"{duplicates} records stored twice"
+        where = {v: (p, o) for v, p, o in seen}
+        missing = [v for v in acked if v not in where]
+        assert not missing, f"{len(missing)} acknowledged records lost, e.g. {missing[:3]}"
+        assert all(where[v] == position for v, position in acked.items()), "an acknowledged offset moved"
+    finally:
+        rafka("down", "--data-dir", data_dir)
+        if group_members(pid):
+            os.killpg(pid, signal.SIGKILL)
