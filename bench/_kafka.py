@@ -23,6 +23,8 @@ PRODUCER_CONFIG = {
     "delivery.report.only.error": True,  # count failures only: keeps Python out of the hot path
     "message.timeout.ms": 120_000,
 }
+# The idempotent variant (KIP-98): what librdkafka needs for it (acks=all, at most 5 in flight).
+IDEMPOTENT_PRODUCER_CONFIG = {**PRODUCER_CONFIG, "enable.idempotence": True, "acks": "all"}
 CONSUMER_CONFIG = {
     "group.id": "rafka-bench",  # required by librdkafka; no subscribe/commit (no groups yet)
     "enable.auto.commit": False,
@@ -77,7 +79,8 @@ def _wait_for_leaders(admin: AdminClient, name: str, partitions: int, timeout_s:
     raise PhaseError(f"topic {name}: not all {partitions} partitions have a leader after {timeout_s:.0f} s")
 
 
-def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_s: float) -> float:
+def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_s: float,
+            idempotent: bool = False) -> float:
     """Produce `records` values of `record_size` bytes; return seconds from the first send to the last ack."""
     errors: list[str] = []
 
@@ -85,7 +88,8 @@ def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_
         if err is not None:
             errors.append(str(err))
 
-    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG, "on_delivery": on_delivery})
+    config = IDEMPOTENT_PRODUCER_CONFIG if idempotent else PRODUCER_CONFIG
+    producer = Producer({"bootstrap.servers": bootstrap, **config, "on_delivery": on_delivery})
     payload = os.urandom(record_size)
     started = time.perf_counter()
     _send_all(producer, topic, payload, records)
@@ -141,11 +145,11 @@ def consume(bootstrap: str, topic: str, expected: int, idle_timeout_s: float) ->
 
 
 def run_workload(broker: str, bootstrap: str, record_size: int, records: int,
-                 timeout_s: float, idle_timeout_s: float = 20.0) -> WorkloadResult:
+                 timeout_s: float, idle_timeout_s: float = 20.0, idempotent: bool = False) -> WorkloadResult:
     """Create a fresh topic, produce `records`, consume them back and check the count."""
     topic = f"bench-{record_size}-{int(time.time() * 1000)}"
     create_topic(bootstrap, topic)
-    produce_s = produce(bootstrap, topic, records, record_size, timeout_s)
+    produce_s = produce(bootstrap, topic, records, record_size, timeout_s, idempotent)
     consumed, consume_s, consume_cpu_s = consume(bootstrap, topic, records, idle_timeout_s)
     result = WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed, consume_cpu_s)
     if consumed != records:

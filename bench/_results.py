@@ -190,7 +190,7 @@ class Row:
         return "yes" if ok else "NO"
 
     def cells(self) -> list[str]:
-        target = f"{self.target[0]} {self.target[1]:.1f}x" if self.target else ""
+        target = f"{self.target[0]} {self.target[1]:g}x" if self.target else ""
         ratio = "-" if self.ratio is None else f"{self.ratio:.2f}x"
         return [self.metric, _fmt(self.rafka, self.unit), _fmt(self.peer, self.unit), ratio, target, self.met]
 

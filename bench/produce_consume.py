@@ -9,7 +9,9 @@ From one run it measures, with confluent-kafka (acks=1, linger.ms=5, no idempote
   2. the client's own ceiling: produce() calls/s into the local queue, no broker reachable;
   3. machine limits: loopback TCP throughput and dd's sequential disk write rate;
   4. the PSS of the idle rafka cluster (Ray session + ZooKeeper), against 1.2 GiB;
-  5. the seconds `rafka up --detach` takes to serve, against 15 s.
+  5. the seconds `rafka up --detach` takes to serve, against 15 s;
+  6. rafka with an idempotent producer (enable.idempotence=true, acks=all), run by run beside
+     the plain workload, against 85% of its produce rate (idempotence should cost < 15%).
 and prints a table: metric, rafka, peer/limit, ratio, target, met?
 
 Progress goes to stderr, results to stdout. Exit 0 when every phase ran, 1 otherwise.
@@ -43,6 +45,8 @@ PSS_TARGET_MIB = 1.2 * 1024
 UP_TARGET_S = 15.0
 PRODUCE_TARGET = 1.0
 CONSUME_TARGET = 2.0
+IDEMPOTENT_TARGET = 0.85
+IDEMPOTENT = "rafka-idempotent"
 IDLE_SETTLE_S = 3.0
 T = TypeVar("T")
 
@@ -128,18 +132,25 @@ def ceiling_phases(results: Results, records: int, repeat: int) -> None:
             results.enqueue[size] = max(done, key=lambda r: r.rps)
 
 
-def workload_phases(results: Results, broker: str, bootstrap: str, records: int, repeat: int) -> None:
-    """The produce/consume workload, `repeat` times for every record size, against one broker."""
+def workload_phases(results: Results, broker: str, bootstrap: str, records: int, repeat: int,
+                    with_idempotent: bool = False) -> None:
+    """The produce/consume workload, `repeat` times for every record size, against one broker;
+    with `with_idempotent`, each run is followed by the same workload with an idempotent producer,
+    so both see the same machine load."""
+    variants = [(broker, False)] + ([(IDEMPOTENT, True)] if with_idempotent else [])
     for run in range(1, repeat + 1):
         for size in RECORD_SIZES:
-            value = run_phase(results, f"{broker} produce/consume {size_label(size)} (run {run}/{repeat})",
-                              lambda: _kafka.run_workload(broker, bootstrap, size, records, timeout_s=300), 420)
-            if value is None:
-                continue
-            results.workloads.append(value)
-            log(f"  {broker} {size_label(size)}: produce {value.produce_rps:,.0f} rec/s"
-                f" {value.produce_mbps:.1f} MB/s, consume {value.consume_rps:,.0f} rec/s"
-                f" {value.consume_mbps:.1f} MB/s")
+            for label, idempotent in variants:
+                value = run_phase(
+                    results, f"{label} produce/consume {size_label(size)} (run {run}/{repeat})",
+                    lambda: _kafka.run_workload(label, bootstrap, size, records, timeout_s=300,
+                                                idempotent=idempotent), 420)
+                if value is None:
+                    continue
+                results.workloads.append(value)
+                log(f"  {label} {size_label(size)}: produce {value.produce_rps:,.0f} rec/s"
+                    f" {value.produce_mbps:.1f} MB/s, consume {value.consume_rps:,.0f} rec/s"
+                    f" {value.consume_mbps:.1f} MB/s")
 
 
 def tansu_phases(results: Results, data_dir: Path, records: int, repeat: int) -> None:
@@ -175,7 +186,7 @@ def rafka_phases(results: Results, data_dir: Path, records: int, repeat: int) ->
                                    lambda: idle_memory(bootstrap, cluster.pid), 120)
         if results.memory:
             log(f"  idle PSS {results.memory.total_mib:,.0f} MiB over {len(results.memory.processes)} processes")
-        workload_phases(results, "rafka", bootstrap, records, repeat)
+        workload_phases(results, "rafka", bootstrap, records, repeat, with_idempotent=True)
     log("rafka cluster stopped")
 
 
@@ -204,6 +215,11 @@ def comparison_rows(results: Results) -> list[Row]:
             rows.append(Row(f"{kind} {label} MB/s vs tansu", _rate(ours, kind, "mbps"), _rate(peer, kind, "mbps"),
                             "MB/s"))
     for size in RECORD_SIZES:
+        plain, idempotent = results.summary("rafka", size), results.summary(IDEMPOTENT, size)
+        rows.append(Row(f"idempotent produce {size_label(size)} rec/s vs non-idempotent",
+                        _rate(idempotent, "produce", "rps"), _rate(plain, "produce", "rps"), "rec/s",
+                        (">=", IDEMPOTENT_TARGET)))
+    for size in RECORD_SIZES:
         ours, ceiling = results.summary("rafka", size), results.enqueue.get(size)
         rows.append(Row(f"produce {size_label(size)} rec/s vs client enqueue ceiling",
                         ours.produce_rps if ours else None, ceiling.rps if ceiling else None, "rec/s"))
@@ -223,11 +239,12 @@ def comparison_rows(results: Results) -> list[Row]:
 def measurements_text(results: Results) -> str:
     """The raw figures behind the table: every broker workload and every limit."""
     lines = ["workload runs (confluent-kafka, acks=1, linger.ms=5, 6 partitions, 1 broker;"
-             " the table below takes the best run of each rate):",
-             f"  {'broker':<6} {'size':>6} {'records':>9} {'produce rec/s':>14} {'MB/s':>7}"
+             f" {IDEMPOTENT}: enable.idempotence=true, acks=all; the table below takes the best run"
+             " of each rate):",
+             f"  {'broker':<16} {'size':>6} {'records':>9} {'produce rec/s':>14} {'MB/s':>7}"
              f" {'consume rec/s':>14} {'MB/s':>7} {'consumer CPU':>13}"]
     for w in results.workloads:
-        lines.append(f"  {w.broker:<6} {size_label(w.record_size):>6} {w.records:>9,} {w.produce_rps:>14,.0f}"
+        lines.append(f"  {w.broker:<16} {size_label(w.record_size):>6} {w.records:>9,} {w.produce_rps:>14,.0f}"
                      f" {w.produce_mbps:>7.1f} {w.consume_rps:>14,.0f} {w.consume_mbps:>7.1f}"
                      f" {w.consume_client_core_share:>12.0%}")
     lines.append("limits:")

@@ -14,10 +14,16 @@ idempotent producers; both are safe, because a new id or a new epoch starts sequ
 """
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Awaitable, Callable
 
 from rafka.coordinator.zk_data import ProducerIdBlock
+
+log = logging.getLogger(__name__)
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
@@ -112,3 +118,41 @@ class ProducerIdManager:
             if len(given) <= self.max_remembered and now_ms - since < self.remember_ms:
                 break
             del given[oldest_id]
+
+
+class ProducerIdSource:
+    """A `ProducerIdManager` fed by an async block claim (the broker's coordinator, which
+    writes ZooKeeper). The next block is claimed in the background once 90% of the current
+    one is used, so most InitProducerId requests need no round trip; one claim at a time."""
+
+    def __init__(self, manager: ProducerIdManager, claim: Callable[[], Awaitable[ProducerIdBlock]],
+                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+        self.manager = manager
+        self._claim = claim
+        self._clock_ms = clock_ms
+        self._claiming: asyncio.Future | None = None
+
+    async def init_producer(self, producer_id: int, producer_epoch: int) -> ProducerIdAndEpoch | None:
+        """The answer to an InitProducerId, or None when no block could be claimed (ZooKeeper
+        unreachable): the caller answers with a retriable error."""
+        for _ in range(3):
+            if self.manager.wants_block() and self._claiming is None:
+                self._claiming = asyncio.ensure_future(self._claim_block())
+            try:
+                return self.manager.init_producer(producer_id, producer_epoch, self._clock_ms())
+            except NeedsBlock:
+                claiming = self._claiming
+                if claiming is None or not await asyncio.shield(claiming):
+                    return None
+        return None
+
+    async def _claim_block(self) -> bool:
+        try:
+            block = await self._claim()
+            self.manager.add_block(block)
+            return True
+        except Exception:  # noqa: BLE001 - reported to the client as a retriable error
+            log.exception("[Broker %d] could not claim a producer id block", self.manager.broker_id)
+            return False
+        finally:
+            self._claiming = None

@@ -7,17 +7,15 @@ coordinator. Async actor: everything runs on one event loop.
 """
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
-import time
 from typing import Any
 
 from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
 from rafka.coordinator.messages import TopicResult, TopicSpec
-from rafka.coordinator.producer_ids import NeedsBlock, ProducerIdManager
+from rafka.coordinator.producer_ids import ProducerIdManager, ProducerIdSource
 from rafka.net.data_plane import ReplicaChannel
 from rafka.net.handlers import RequestDispatcher
 from rafka.common.metadata import ClusterMetadata
@@ -37,8 +35,8 @@ class Frontend:
         self._coordinator = coordinator
         self._channels: dict[TopicPartition, ReplicaChannel] = {}
         self._log = Prefixed(log, f"[Frontend broker={broker_id}]")
-        self._producer_ids = ProducerIdManager(broker_id, remember_ms=producer_id_memory_ms)
-        self._block_claim: asyncio.Task | None = None
+        self._producer_ids = ProducerIdSource(ProducerIdManager(broker_id, remember_ms=producer_id_memory_ms),
+                                              claim=lambda: coordinator.claim_producer_id_block.remote())
         self._dispatcher = RequestDispatcher(self)
         self._server = KafkaServer(self._dispatcher, host=host, port=port, broker_id=broker_id,
                                    max_request_bytes=max_request_bytes)
@@ -83,28 +81,8 @@ class Frontend:
 
     async def init_producer_id(self, producer_id: int, producer_epoch: int) -> tuple[ErrorCode, int, int]:
         """(error, id, epoch) for an idempotent producer; ids come from blocks the broker's
-        coordinator claims in ZooKeeper, fetched ahead so most calls need no round trip."""
-        manager = self._producer_ids
-        for _ in range(3):
-            if manager.wants_block() and self._block_claim is None:
-                self._block_claim = asyncio.ensure_future(self._claim_block())
-            try:
-                answer = manager.init_producer(producer_id, producer_epoch, int(time.time() * 1000))
-                return ErrorCode.NONE, answer.producer_id, answer.producer_epoch
-            except NeedsBlock:
-                claim = self._block_claim
-                if claim is not None and not await asyncio.shield(claim):
-                    break
-        # ZooKeeper unreachable: a retriable error, so the client asks again.
-        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
-
-    async def _claim_block(self) -> bool:
-        try:
-            block = await self._coordinator.claim_producer_id_block.remote()
-        except Exception:  # noqa: BLE001 - reported to the client as retriable
-            self._log.exception("could not claim a producer id block")
-            return False
-        finally:
-            self._block_claim = None
-        self._producer_ids.add_block(block)
-        return True
+        coordinator claims in ZooKeeper. When none can be claimed the answer is retriable."""
+        answer = await self._producer_ids.init_producer(producer_id, producer_epoch)
+        if answer is None:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
+        return ErrorCode.NONE, answer.producer_id, answer.producer_epoch

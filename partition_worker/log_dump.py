@@ -17,8 +17,9 @@ Where Kafka's tool would stop with a stack trace, the dump goes on and says why 
 records that do not decode, a codec id above 4, an index whose `.log` is missing, a file name
 that is not a base offset. Deliberate differences: magic v0/v1 batches are not decoded (the dump
 ends there with "Found N invalid bytes"); KRaft snapshot control records print only their type;
-`.txnindex` and KRaft `.checkpoint` files are "unknown"; mismatches are listed per file in
-file order right after it, where Kafka lists all files' mismatches at the very end, newest first.
+`.txnindex` and KRaft `.checkpoint` files are "unknown"; index problems are listed in file
+order right after each file, where Kafka lists them after the last file (`.index` mismatches
+newest first).
 """
 from __future__ import annotations
 
@@ -74,6 +75,10 @@ def _problem(text: str) -> DumpLine:
 
 # -- files -------------------------------------------------------------------------------
 
+class NotASegmentFileError(ValueError):
+    """A `.log`/`.index`/`.timeindex` whose name does not start with its base offset."""
+
+
 def dump_file(path: str | os.PathLike, *, print_data_log: bool = False, deep_iteration: bool = False,
               verify_index_only: bool = False, max_bytes: int | None = None) -> Iterator[DumpLine]:
     """Dump one file, chosen by its suffix, starting with Kafka's "Dumping <path>".
@@ -84,7 +89,8 @@ def dump_file(path: str | os.PathLike, *, print_data_log: bool = False, deep_ite
     is not shown and not reported as invalid (Kafka's `--max-bytes`). Never raises for a
     missing, unreadable or corrupt file: it yields a failed line instead.
     """
-    yield DumpLine(f"Dumping {os.fspath(path)}")
+    name = os.fspath(path)  # as given, like Kafka's `new File(arg)`
+    yield DumpLine(f"Dumping {name}")
     path = Path(path)
     try:
         if path.suffix == LOG_SUFFIX:
@@ -96,15 +102,11 @@ def dump_file(path: str | os.PathLike, *, print_data_log: bool = False, deep_ite
         elif path.suffix == SNAPSHOT_SUFFIX:
             yield from snapshot_lines(path.read_bytes(), path)
         else:
-            yield _problem(f"Ignoring unknown file {path}")
+            yield _problem(f"Ignoring unknown file {name}")
     except OSError as e:
         yield _problem(f"Cannot read {e.filename or path}: {e.strerror or e}")
     except NotASegmentFileError as e:
         yield _problem(str(e))
-
-
-class NotASegmentFileError(ValueError):
-    """A `.log`/`.index`/`.timeindex` whose name does not start with its base offset."""
 
 
 def base_offset_of(path: Path) -> int:
@@ -117,7 +119,11 @@ def base_offset_of(path: Path) -> int:
 
 @contextmanager
 def _mapped(path: Path) -> Iterator[memoryview]:
-    """A file's bytes, memory-mapped read-only: a segment can be 1 GiB. Empty files give b""."""
+    """A file's bytes, memory-mapped read-only: a segment can be 1 GiB. Empty files give b"".
+
+    A file truncated by another process while mapped (a broker's recovery) can kill this
+    process with SIGBUS, which Kafka's tool, reading through a FileChannel, does not risk.
+    """
     with open(path, "rb") as f:
         if os.fstat(f.fileno()).st_size == 0:
             yield memoryview(b"")
@@ -190,22 +196,19 @@ def log_lines(buf: bytes | bytearray | memoryview, path: str | os.PathLike, *, d
     last_offset = -1
     for header in _batches(mv):
         is_valid = compute_crc(mv, header.position, header.size) == header.crc
-        line = batch_line(header, is_valid)
-        yield DumpLine(line, failed=not is_valid or header.compression not in _CODEC_NAMES)
-        if not deep_iteration:
-            valid_bytes += header.size
-            continue
-        try:
-            records = decode_records(mv, header.position, verify_crc=False)[1]
-        except KafkaError as e:  # Kafka's tool stops with a stack trace here
-            yield _problem(f"Cannot read the records of the batch at position {header.position}: {e}")
-            records = []
-        for record in records:  # like Kafka, shown even when the CRC is bad, if they parse
-            if last_offset >= 0 and record.offset != last_offset + 1:
+        yield DumpLine(batch_line(header, is_valid), failed=not is_valid or header.compression not in _CODEC_NAMES)
+        if deep_iteration:
+            try:  # like Kafka, records of a batch with a bad CRC are shown if they parse
+                records = decode_records(mv, header.position, verify_crc=False)[1]
+            except KafkaError as e:  # where Kafka's tool stops with a stack trace
+                yield _problem(f"Cannot read the records of the batch at position {header.position}: {e}")
+                records = []
+            for record in records:
+                if last_offset >= 0 and record.offset != last_offset + 1:
                     gaps.append((last_offset, record.offset))
-            last_offset = record.offset
-            yield DumpLine(record_line(header, record, print_data_log=print_data_log))
-        valid_bytes += header.size
+                last_offset = record.offset
+                yield DumpLine(record_line(header, record, print_data_log=print_data_log))
+        valid_bytes = header.position + header.size
     trailing = len(mv) - valid_bytes
     if trailing and max_bytes is None:
         yield DumpLine(f"Found {trailing} invalid bytes at the end of {Path(path).name}", failed=True)

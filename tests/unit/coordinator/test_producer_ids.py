@@ -1,9 +1,13 @@
 """ProducerIdManager: ids from claimed blocks, prefetch, and the KIP-360 epoch bump."""
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from rafka.coordinator.producer_ids import MAX_EPOCH, NeedsBlock, ProducerIdAndEpoch, ProducerIdManager
+from rafka.coordinator.producer_ids import (
+    MAX_EPOCH, NeedsBlock, ProducerIdAndEpoch, ProducerIdManager, ProducerIdSource,
+)
 from rafka.coordinator.zk_data import ProducerIdBlock
 
 DAY = 86_400_000
@@ -78,3 +82,49 @@ def test_forgotten_after_remember_time_or_when_too_many():
     ids = [m2.init_producer(-1, -1, t).producer_id for t in range(4)]
     assert m2.init_producer(ids[0], 0, 10).producer_epoch == 0  # evicted: fresh id
     assert m2.init_producer(ids[3], 0, 10) == ProducerIdAndEpoch(ids[3], 1)
+
+
+# ---- ProducerIdSource: the manager fed by async block claims --------------------------------
+def source_with(claims: list) -> tuple[ProducerIdSource, list[int]]:
+    """A source whose claims hand out `claims` in turn (a block, or an exception to raise)."""
+    calls: list[int] = []
+
+    async def claim() -> ProducerIdBlock:
+        calls.append(len(calls))
+        await asyncio.sleep(0)
+        outcome = claims[min(len(calls) - 1, len(claims) - 1)]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    return ProducerIdSource(ProducerIdManager(broker_id=1), claim, clock_ms=lambda: 0), calls
+
+
+def test_source_claims_a_block_on_first_use_and_once_for_concurrent_requests():
+    source, calls = source_with([ProducerIdBlock(1, 0, 1000)])
+
+    async def run() -> list:
+        return await asyncio.gather(*[source.init_producer(-1, -1) for _ in range(20)])
+
+    answers = asyncio.run(run())
+    assert sorted(a.producer_id for a in answers) == list(range(20)) and calls == [0]
+
+
+def test_source_prefetches_the_next_block_before_the_current_one_runs_out():
+    source, calls = source_with([ProducerIdBlock(1, 0, 10), ProducerIdBlock(1, 500, 10)])
+
+    async def run() -> list[int]:
+        return [(await source.init_producer(-1, -1)).producer_id for _ in range(12)]
+
+    assert asyncio.run(run()) == list(range(10)) + [500, 501]
+    assert calls == [0, 1]
+
+
+def test_source_answers_none_when_no_block_can_be_claimed_and_recovers_later():
+    source, calls = source_with([ConnectionError("ZooKeeper unreachable"), ProducerIdBlock(1, 0, 10)])
+
+    async def run() -> tuple:
+        return await source.init_producer(-1, -1), await source.init_producer(-1, -1)
+
+    failed, recovered = asyncio.run(run())
+    assert failed is None and recovered == ProducerIdAndEpoch(0, 0) and len(calls) == 2
