@@ -35,6 +35,8 @@ from rafka.common.logging_util import Prefixed
 from rafka.common.types import Endpoint, TopicPartition, topic_name_problem
 from rafka.coordinator import assignment as assign
 from rafka.coordinator.controller_logic import build_metadata_snapshot, elect_partition_states
+from rafka.coordinator.group_coordinator import GroupSettings
+from rafka.coordinator.group_state import GroupConfig
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.coordinator.zk_data import BrokerRegistration, ProducerIdBlock, TopicAssignment
 from rafka.coordinator.zk_store import ZkStore
@@ -96,7 +98,10 @@ class BrokerCoordinator:
             **pin_to_node(self._node_id)).remote(
                 self._id, listener.host, listener.port, ray.get_runtime_context().current_actor,
                 auto_create_topics=self._config.auto_create_topics_enable,
-                producer_id_memory_ms=self._config.transactional_id_expiration_ms)
+                producer_id_memory_ms=self._config.transactional_id_expiration_ms,
+                group_settings=group_settings(self._config),
+                offsets_topic_configs={"cleanup.policy": "compact", "compression.type": "producer",
+                                       "segment.bytes": str(self._config.offsets_topic_segment_bytes)})
         port = await self._frontend.start.remote()
         if advertised.port == 0 or advertised == listener:
             advertised = Endpoint(advertised.listener, advertised.host, port, advertised.security_protocol)
@@ -378,6 +383,22 @@ class BrokerCoordinator:
             except asyncio.TimeoutError:
                 return condition(self._metadata)
         return True
+
+
+def group_settings(config: BrokerConfig) -> GroupSettings:
+    """The group coordinator's settings from the broker config. `__consumer_offsets` gets at
+    most the replication factor this version supports (no follower replication yet)."""
+    return GroupSettings(
+        partitions=config.offsets_topic_num_partitions,
+        replication_factor=min(config.offsets_topic_replication_factor, MAX_REPLICATION_FACTOR),
+        retention_ms=config.offsets_retention_minutes * 60_000,
+        retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+        commit_timeout_ms=config.offsets_commit_timeout_ms,
+        metadata_max_bytes=config.offset_metadata_max_bytes,
+        group=GroupConfig(min_session_timeout_ms=config.group_min_session_timeout_ms,
+                          max_session_timeout_ms=config.group_max_session_timeout_ms,
+                          initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                          max_size=config.group_max_size))
 
 
 def _has_leaders(metadata: ClusterMetadata, topic: str) -> bool:

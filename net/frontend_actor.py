@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import Any, AsyncIterator
 
 from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
+from rafka.coordinator.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupSettings
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.coordinator.producer_ids import ProducerIdManager, ProducerIdSource
 from rafka.net.data_plane import ReplicaChannel
+from rafka.partition_worker.record_batch import next_offset_after
 from rafka.net.handlers import RequestDispatcher
 from rafka.common.metadata import ClusterMetadata
 from rafka.net.server import DEFAULT_MAX_REQUEST_BYTES, KafkaServer
@@ -28,7 +30,9 @@ class Frontend:
     def __init__(self, broker_id: int, host: str, port: int, coordinator: Any, *,
                  auto_create_topics: bool = True,
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
-                 producer_id_memory_ms: int = 604_800_000) -> None:
+                 producer_id_memory_ms: int = 604_800_000,
+                 group_settings: GroupSettings | None = None,
+                 offsets_topic_configs: dict[str, str] | None = None) -> None:
         self.broker_id = broker_id
         self.metadata = ClusterMetadata()
         self.auto_create_topics = auto_create_topics
@@ -37,18 +41,22 @@ class Frontend:
         self._log = Prefixed(log, f"[Frontend broker={broker_id}]")
         self._producer_ids = ProducerIdSource(ProducerIdManager(broker_id, remember_ms=producer_id_memory_ms),
                                               claim=lambda: coordinator.claim_producer_id_block.remote())
+        self.groups = GroupCoordinator(broker_id, group_settings or GroupSettings(), storage=self)
+        self._offsets_topic_configs = dict(offsets_topic_configs or {})
         self._dispatcher = RequestDispatcher(self)
         self._server = KafkaServer(self._dispatcher, host=host, port=port, broker_id=broker_id,
                                    max_request_bytes=max_request_bytes)
 
     async def start(self) -> int:
         """Bind the listener; returns the bound port (useful when asked for port 0)."""
+        self.groups.start()
         port = await self._server.start()
         self._log.info("serving Kafka clients on port %d", port)
         return port
 
     async def stop(self) -> None:
         await self._server.stop()
+        await self.groups.stop()
 
     def pid(self) -> int:
         return os.getpid()
@@ -68,6 +76,7 @@ class Frontend:
                 channel.close()
         self._channels = channels
         self.metadata = metadata
+        self.groups.set_led_partitions({tp.partition for tp in channels if tp.topic == OFFSETS_TOPIC})
 
     # -- BrokerServices --------------------------------------------------------------
     def channel(self, tp: TopicPartition) -> ReplicaChannel | None:
@@ -86,3 +95,40 @@ class Frontend:
         if answer is None:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
         return ErrorCode.NONE, answer.producer_id, answer.producer_epoch
+
+    async def ensure_offsets_topic(self) -> None:
+        """Create `__consumer_offsets` on first use, as Kafka does (a race with another broker
+        creating it is harmless: TOPIC_ALREADY_EXISTS)."""
+        settings = self.groups.settings
+        spec = TopicSpec(OFFSETS_TOPIC, settings.partitions, settings.replication_factor,
+                         configs=dict(self._offsets_topic_configs))
+        results = await self.create_topics([spec], False, 30000)
+        if results[0].error not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            self._log.warning("could not create %s: %s %s", OFFSETS_TOPIC, results[0].error.name, results[0].message)
+
+    # -- OffsetsStorage: __consumer_offsets through the local leader replicas ---------------
+    async def append(self, partition: int, batch: bytes) -> ErrorCode:
+        channel = self._channels.get(TopicPartition(OFFSETS_TOPIC, partition))
+        if channel is None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return (await channel.append(batch, -1)).error
+
+    async def read(self, partition: int) -> AsyncIterator[bytes]:
+        channel = self._channels.get(TopicPartition(OFFSETS_TOPIC, partition))
+        if channel is None:
+            raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} is not led here")
+        offset = 0
+        while True:
+            result = await channel.read(offset, 1 << 20, 0)
+            if result.error is ErrorCode.OFFSET_OUT_OF_RANGE and offset < result.log_start_offset:
+                offset = result.log_start_offset
+                continue
+            if result.error is not ErrorCode.NONE:
+                raise RuntimeError(f"reading {OFFSETS_TOPIC}-{partition} at {offset}: {result.error.name}")
+            if not result.regions:
+                return
+            for region in result.regions:
+                with open(region.path, "rb") as f:
+                    data = os.pread(f.fileno(), region.length, region.position)
+                offset = next_offset_after(data, offset)
+                yield data

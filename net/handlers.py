@@ -16,6 +16,7 @@ from rafka.common.errors import ErrorCode, UnsupportedVersionError
 from rafka.common.types import INTERNAL_TOPICS, TopicPartition, topic_name_problem
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.common.metadata import ClusterMetadata
+from rafka.net.group_handlers import GROUP_APIS, GroupApis, RequestContext
 from rafka.net.protocol import codec
 from rafka.net.protocol.apis import APIS
 from rafka.net.server import CloseConnection
@@ -24,7 +25,7 @@ from rafka.partition_worker.messages import FetchResult
 log = logging.getLogger(__name__)
 
 API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS = 18, 3, 0, 1, 2
-CREATE_TOPICS, DELETE_TOPICS, FIND_COORDINATOR, INIT_PRODUCER_ID = 19, 20, 10, 22
+CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID = 19, 20, 22
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
 NULL_UUID = uuid.UUID(int=0)
 
@@ -71,7 +72,7 @@ def _advertised_ranges() -> dict[int, tuple[int, int]]:
 
 
 IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS,
-               FIND_COORDINATOR, INIT_PRODUCER_ID)
+               INIT_PRODUCER_ID, *GROUP_APIS)
 
 
 class RequestDispatcher:
@@ -88,9 +89,10 @@ class RequestDispatcher:
             LIST_OFFSETS: self._list_offsets,
             CREATE_TOPICS: self._create_topics,
             DELETE_TOPICS: self._delete_topics,
-            FIND_COORDINATOR: self._find_coordinator,
             INIT_PRODUCER_ID: self._init_producer_id,
         }
+        # Group APIs also get who asked (client id, host): members are described with them.
+        self._context_handlers = GroupApis(services).handlers()
 
     @property
     def advertised(self) -> dict[int, tuple[int, int]]:
@@ -99,7 +101,7 @@ class RequestDispatcher:
     async def handle(self, frame: memoryview, peer: str) -> list | None:
         header, _ = codec.decode_request_header(frame)
         key, version = header.api_key, header.api_version
-        if key not in self._handlers:
+        if key not in self._handlers and key not in self._context_handlers:
             raise CloseConnection(f"unknown or unsupported API key {key}")
         low, high = self._ranges[key]
         if key == API_VERSIONS and not low <= version <= high:
@@ -112,7 +114,11 @@ class RequestDispatcher:
             header, body = codec.decode_request(frame)
         except UnsupportedVersionError as e:
             raise CloseConnection(str(e)) from e
-        response = await self._handlers[key](version, body)
+        if key in self._context_handlers:
+            context = RequestContext(header.client_id or "", "/" + peer.rpartition(":")[0])
+            response = await self._context_handlers[key](version, body, context)
+        else:
+            response = await self._handlers[key](version, body)
         if response is None:
             return None
         return codec.encode_response(key, version, header.correlation_id, response)
@@ -298,22 +304,6 @@ class RequestDispatcher:
                              leader_epoch=result.leader_epoch)
             topics_out.append({"name": name, "partitions": entries})
         return {"throttle_time_ms": 0, "topics": topics_out}
-
-    # -- FindCoordinator ------------------------------------------------------------
-    async def _find_coordinator(self, version: int, body: dict) -> dict:
-        """No group or transaction coordinator runs yet: every key gets COORDINATOR_NOT_AVAILABLE.
-
-        That is Kafka's transient answer while `__consumer_offsets` is not ready, so clients
-        retry instead of failing. The API is advertised anyway because librdkafka turns LZ4
-        on only for brokers that list FindCoordinator (its feature map dates LZ4 by it).
-        """
-        code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-        message = "The coordinator is not available."
-        keys = body.get("coordinator_keys") or []
-        return {"throttle_time_ms": 0, "error_code": code, "error_message": message, "node_id": -1,
-                "host": "", "port": -1,
-                "coordinators": [{"key": k, "node_id": -1, "host": "", "port": -1, "error_code": code,
-                                  "error_message": message} for k in keys]}
 
     # -- InitProducerId -------------------------------------------------------------
     async def _init_producer_id(self, version: int, body: dict) -> dict:

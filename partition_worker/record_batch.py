@@ -512,3 +512,11 @@ def iter_batches(buf: bytes | bytearray | memoryview) -> Iterable[BatchHeader]:
             return
         yield h
         pos += h.size
+
+
+def next_offset_after(buf: bytes | bytearray | memoryview, default: int) -> int:
+    """The offset after the last whole batch in `buf`; `default` when it holds none."""
+    last = None
+    for last in iter_batches(buf):
+        pass
+    return last.next_offset if last is not None else default

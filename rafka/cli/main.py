@@ -8,9 +8,9 @@ import argparse
 import logging
 import sys
 
-from rafka.cli import down, dump_log, status, up
+from rafka.cli import down, dump_log, groups, status, up
 
-COMMANDS = {"up": up, "down": down, "status": status, "dump-log": dump_log}
+COMMANDS = {"up": up, "down": down, "status": status, "dump-log": dump_log, "groups": groups}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -79,6 +79,25 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
               "How often partitions look for expired producer ids.", minimum=1),
     ConfigKey("transactional.id.expiration.ms", int, 604_800_000,
               "Idle time after which a producer id's epoch is no longer remembered for bumping.", minimum=1),
+    ConfigKey("offsets.topic.num.partitions", int, 8,
+              "Partitions of __consumer_offsets (Kafka: 50; each partition here is a ~60 MiB process).",
+              minimum=1),
+    ConfigKey("offsets.topic.replication.factor", int, 3,
+              "Replication factor of __consumer_offsets, capped by the live brokers.", minimum=1),
+    ConfigKey("offsets.topic.segment.bytes", int, 104_857_600, "Segment size of __consumer_offsets.",
+              minimum=1),
+    ConfigKey("offsets.retention.minutes", int, 10_080,
+              "How long committed offsets of an empty group are kept.", minimum=1),
+    ConfigKey("offsets.retention.check.interval.ms", int, 600_000,
+              "How often expired offsets are looked for.", minimum=1),
+    ConfigKey("offsets.commit.timeout.ms", int, 5000,
+              "How long an offset commit waits for its write to __consumer_offsets.", minimum=1),
+    ConfigKey("offset.metadata.max.bytes", int, 4096, "Largest metadata string of an offset commit."),
+    ConfigKey("group.min.session.timeout.ms", int, 6000, "Smallest session timeout a member may ask for."),
+    ConfigKey("group.max.session.timeout.ms", int, 1_800_000, "Largest session timeout a member may ask for."),
+    ConfigKey("group.initial.rebalance.delay.ms", int, 3000,
+              "How long the first rebalance of an empty group waits for more members."),
+    ConfigKey("group.max.size", int, 2_147_483_647, "Most members of one consumer group.", minimum=1),
     ConfigKey("rack", str, "", "The broker's rack (broker.rack)."),
     ConfigKey("broker.rack", str, "", "The broker's rack."),
 )
@@ -148,6 +167,17 @@ class BrokerConfig:
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
     transactional_id_expiration_ms: int = 604_800_000
+    offsets_topic_num_partitions: int = 8
+    offsets_topic_replication_factor: int = 3
+    offsets_topic_segment_bytes: int = 104_857_600
+    offsets_retention_minutes: int = 10_080
+    offsets_retention_check_interval_ms: int = 600_000
+    offsets_commit_timeout_ms: int = 5000
+    offset_metadata_max_bytes: int = 4096
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_initial_rebalance_delay_ms: int = 3000
+    group_max_size: int = 2_147_483_647
     rack: str = ""
     broker_rack: str = ""
     unused: tuple[str, ...] = field(default=(), compare=False)

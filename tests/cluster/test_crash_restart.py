@@ -37,16 +37,28 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def up_detached(data_dir: str, port: int) -> tuple[str, int]:
+    """`rafka up --detach` on `data_dir`: (bootstrap servers, pid of the server process)."""
+    import json
+
+    up = rafka("up", "--detach", "--data-dir", data_dir, "--port", str(port))
+    assert up.returncode == 0, up.stderr
+    return up.stdout.strip(), json.loads(open(os.path.join(data_dir, "rafka.state.json")).read())["pid"]
+
+
+def kill_9(pid: int) -> None:
+    """SIGKILL every process of a detached rafka (its process group) and wait until gone."""
+    assert len(group_members(pid)) > 3  # driver, ZooKeeper and Ray's processes share the group
+    os.killpg(pid, signal.SIGKILL)
+    wait_until(lambda: not group_members(pid), timeout_s=30, message="every process of the group gone")
+
+
 def test_acknowledged_records_survive_kill_9_and_restart(tmp_path):
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     data_dir, port = str(tmp_path / "rafka"), free_port()
-    up = rafka("up", "--detach", "--data-dir", data_dir, "--port", str(port))
-    assert up.returncode == 0, up.stderr
-    bootstrap = up.stdout.strip()
-    import json
-    pid = json.loads(open(os.path.join(data_dir, "rafka.state.json")).read())["pid"]
+    bootstrap, pid = up_detached(data_dir, port)
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic("crash", 3, 1)])["crash"].result(60)
@@ -63,14 +75,8 @@ def test_acknowledged_records_survive_kill_9_and_restart(tmp_path):
         assert producer.flush(60) == 0
         assert len(acked) == 6000
 
-        members = group_members(pid)
-        assert len(members) > 3, members  # driver, ZooKeeper and Ray's processes share the group
-        os.killpg(pid, signal.SIGKILL)
-        wait_until(lambda: not group_members(pid), timeout_s=30, message="every process of the group gone")
-
-        again = rafka("up", "--detach", "--data-dir", data_dir, "--port", str(port))
-        assert again.returncode == 0, again.stderr
-        pid = json.loads(open(os.path.join(data_dir, "rafka.state.json")).read())["pid"]
+        kill_9(pid)
+        _, pid = up_detached(data_dir, port)
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "crash-check",
                              "enable.auto.commit": False})
         consumer.assign([TopicPartition("crash", p, 0) for p in range(3)])
@@ -92,17 +98,13 @@ def test_acknowledged_records_survive_kill_9_and_restart(tmp_path):
 def test_idempotent_producer_retries_across_kill_9_with_no_loss_and_no_duplicates(tmp_path):
     """acks=all, five in flight: the broker dies mid-production, comes back on the same data
     dir, and the client's retries finish. Every acknowledged record is there exactly once."""
-    import json
     import threading
 
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     data_dir, port = str(tmp_path / "rafka"), free_port()
-    up = rafka("up", "--detach", "--data-dir", data_dir, "--port", str(port))
-    assert up.returncode == 0, up.stderr
-    bootstrap = up.stdout.strip()
-    pid = json.loads(open(os.path.join(data_dir, "rafka.state.json")).read())["pid"]
+    bootstrap, pid = up_detached(data_dir, port)
     total, partitions = 40_000, 3
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap})
@@ -136,14 +138,9 @@ def test_idempotent_producer_retries_across_kill_9_with_no_loss_and_no_duplicate
         thread = threading.Thread(target=produce_all)
         thread.start()
         wait_until(lambda: len(acked) >= 5000, timeout_s=60, message="5,000 records acknowledged")
-        os.killpg(pid, signal.SIGKILL)
-        wait_until(lambda: not group_members(pid), timeout_s=30, message="every process of the group gone")
-        acked_before_restart = len(acked)
-        assert acked_before_restart < total, "production ended before the kill; nothing was tested"
-
-        again = rafka("up", "--detach", "--data-dir", data_dir, "--port", str(port))
-        assert again.returncode == 0, again.stderr
-        pid = json.loads(open(os.path.join(data_dir, "rafka.state.json")).read())["pid"]
+        kill_9(pid)
+        assert len(acked) < total, "production ended before the kill; nothing was tested"
+        _, pid = up_detached(data_dir, port)
         thread.join(180)
         assert producer.flush(120) == 0
         assert not failed, failed[:3]

@@ -1,0 +1,343 @@
+"""The group coordinator of one broker: hosts the group state machine and the committed
+offsets of the `__consumer_offsets` partitions this broker leads.
+
+It runs inside the broker's front end, next to the client connections and the data channels
+to the local replicas, so a heartbeat or an offset commit costs no Ray call. The pure parts
+do the deciding: `GroupCoordinatorState` (groups, members, rebalances, timers) and
+`OffsetStore` (committed offsets); this class feeds them requests and timer ticks, writes
+what they ask to `__consumer_offsets` before answering (Kafka's rule: a commit is answered
+once written with acks=all), and rebuilds them from the log when it takes a partition over
+(COORDINATOR_LOAD_IN_PROGRESS meanwhile; NOT_COORDINATOR for groups it does not own).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import AsyncIterator, Callable, Protocol
+
+from rafka.common.errors import ErrorCode
+from rafka.common.logging_util import Prefixed
+from rafka.coordinator import offsets_records as records
+from rafka.coordinator.group_messages import CommittedOffset
+from rafka.coordinator.group_state import (
+    GroupConfig, GroupCoordinatorState, HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse,
+    LeaveRequest, LeaveResponse, Outcome, SyncRequest, SyncResponse,
+)
+from rafka.coordinator.group_state import STABLE
+from rafka.coordinator.offset_store import OffsetStore
+
+log = logging.getLogger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+TopicPartitionKey = tuple[str, int]
+
+# How an error of the append to __consumer_offsets is reported to a committing client
+# (Kafka's GroupMetadataManager.storeOffsets / storeGroup).
+_APPEND_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+}
+
+
+@dataclass(frozen=True)
+class GroupSettings:
+    """The broker configs the coordinator applies (Kafka's names in the comments)."""
+
+    partitions: int = 8                         # offsets.topic.num.partitions
+    replication_factor: int = 1                 # offsets.topic.replication.factor, capped
+    retention_ms: int = 10_080 * 60_000         # offsets.retention.minutes
+    retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
+    commit_timeout_ms: int = 5000               # offsets.commit.timeout.ms
+    metadata_max_bytes: int = 4096              # offset.metadata.max.bytes
+    group: GroupConfig = GroupConfig()
+
+
+class OffsetsStorage(Protocol):
+    """The `__consumer_offsets` partitions as the coordinator sees them."""
+
+    async def append(self, partition: int, batch: bytes) -> ErrorCode:
+        """Append one record batch with acks=all; the error of the write."""
+
+    def read(self, partition: int) -> AsyncIterator[bytes]:
+        """The partition's record batches from its log start to its high watermark."""
+
+
+class GroupCoordinator:
+    def __init__(self, broker_id: int, settings: GroupSettings, storage: OffsetsStorage,
+                 clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
+        self.broker_id = broker_id
+        self.settings = settings
+        self._storage = storage
+        self._clock_ms = clock_ms
+        self._log = Prefixed(log, f"[GroupCoordinator broker={broker_id}]")
+        self.state = GroupCoordinatorState(settings.group)
+        self.offsets = OffsetStore()
+        self._owned: set[int] = set()      # loaded partitions
+        self._loading: dict[int, asyncio.Task] = {}
+        self._pending: dict[int, asyncio.Future] = {}
+        self._next_token = 0
+        self._timer_wake = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+
+    # -- lifecycle -----------------------------------------------------------------
+    def start(self) -> None:
+        """Start the timer loop and the offset-expiry loop (call from the running loop)."""
+        if not self._tasks:
+            self._tasks = [asyncio.ensure_future(self._timer_loop()),
+                           asyncio.ensure_future(self._expiry_loop())]
+
+    async def stop(self) -> None:
+        for task in [*self._tasks, *self._loading.values()]:
+            task.cancel()
+        self._tasks = []
+        for future in self._pending.values():
+            if not future.done():
+                future.cancel()
+
+    def partition_for(self, group_id: str) -> int:
+        return records.partition_for(group_id, self.settings.partitions)
+
+    def set_led_partitions(self, partitions: set[int]) -> None:
+        """The `__consumer_offsets` partitions this broker now leads: load new ones in the
+        background, drop the groups of ones it lost."""
+        for partition in sorted(partitions - self._owned - set(self._loading)):
+            self._loading[partition] = asyncio.ensure_future(self._load(partition))
+        for partition in sorted((self._owned | set(self._loading)) - partitions):
+            task = self._loading.pop(partition, None)
+            if task is not None:
+                task.cancel()
+            self._owned.discard(partition)
+            self._unload(partition)
+
+    async def _load(self, partition: int) -> None:
+        started = time.monotonic()
+        try:
+            count = 0
+            open_transactions: dict = {}
+            async for batch in self._storage.read(partition):
+                for key, value in records.replay(batch, open_transactions=open_transactions):
+                    self.offsets.apply(key, value)
+                    count += 1
+            now = self._clock_ms()
+            for group_id in self.offsets.groups():
+                snapshot = self.offsets.group_snapshot(group_id)
+                if snapshot is not None and self.partition_for(group_id) == partition:
+                    self.state.load(snapshot, now)
+            self._owned.add(partition)
+            self._log.info("loaded %s-%d: %d records in %.3f s", OFFSETS_TOPIC, partition, count,
+                           time.monotonic() - started)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - retried on the next leadership update
+            self._log.exception("failed to load %s-%d", OFFSETS_TOPIC, partition)
+        finally:
+            self._loading.pop(partition, None)
+            self._timer_wake.set()
+
+    def _unload(self, partition: int) -> None:
+        groups = self.offsets.unload_partition(partition, self.settings.partitions)
+        groups += [g for g in self.state.group_ids() if self.partition_for(g) == partition and g not in groups]
+        self._complete(self.state.unload(groups))
+        self._log.info("unloaded %s-%d (%d groups)", OFFSETS_TOPIC, partition, len(groups))
+
+    # -- ownership -------------------------------------------------------------------
+    def check(self, group_id: str) -> ErrorCode:
+        """NONE when this broker coordinates `group_id` and has loaded it."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        partition = self.partition_for(group_id)
+        if partition in self._owned:
+            return ErrorCode.NONE
+        if partition in self._loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NOT_COORDINATOR
+
+    # -- membership ----------------------------------------------------------------
+    async def join(self, request: JoinRequest) -> JoinResponse:
+        code = self.check(request.group_id)
+        if code is not ErrorCode.NONE:
+            return JoinResponse(code, member_id=request.member_id)
+        return await self._call(lambda token, now: self.state.join(token, request, now))
+
+    async def sync(self, request: SyncRequest) -> SyncResponse:
+        code = self.check(request.group_id)
+        if code is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return SyncResponse(ErrorCode.REBALANCE_IN_PROGRESS)  # Kafka: the member rejoins once loaded
+        if code is not ErrorCode.NONE:
+            return SyncResponse(code)
+        return await self._call(lambda token, now: self.state.sync(token, request, now))
+
+    async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
+        code = self.check(request.group_id)
+        if code is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
+            return HeartbeatResponse(ErrorCode.NONE)  # Kafka answers blindly while the group loads
+        if code is not ErrorCode.NONE:
+            return HeartbeatResponse(code)
+        return await self._call(lambda token, now: self.state.heartbeat(token, request, now))
+
+    async def leave(self, request: LeaveRequest) -> LeaveResponse:
+        code = self.check(request.group_id)
+        if code is not ErrorCode.NONE:
+            return LeaveResponse(code, ())
+        return await self._call(lambda token, now: self.state.leave(token, request, now))
+
+    async def _call(self, start: Callable[[int, int], Outcome]):
+        token = self._next_token
+        self._next_token += 1
+        future = asyncio.get_running_loop().create_future()
+        self._pending[token] = future
+        try:
+            await self._apply(start(token, self._clock_ms()))
+            return await future
+        finally:
+            self._pending.pop(token, None)
+
+    async def _apply(self, outcome: Outcome, wake_timers: bool = True) -> None:
+        """Write the group metadata the outcome asks for, then answer its completions; then
+        let the timer loop look at the (maybe earlier) next deadline."""
+        if outcome.persist:
+            by_partition: dict[int, list] = {}
+            for snapshot in outcome.persist:
+                by_partition.setdefault(self.partition_for(snapshot.group_id), []).extend(
+                    records.records_for_group(snapshot))
+            for partition, pairs in by_partition.items():
+                code = await self._storage.append(partition, records.encode_offsets_batch(pairs, self._clock_ms()))
+                if code is not ErrorCode.NONE:
+                    self._log.warning("could not store group metadata in %s-%d: %s", OFFSETS_TOPIC, partition,
+                                      code.name)
+                else:
+                    for snapshot in outcome.persist:
+                        if self.partition_for(snapshot.group_id) == partition:
+                            self.offsets.store_group(snapshot)
+        self._complete(outcome)
+        if wake_timers:
+            self._timer_wake.set()
+
+    def _complete(self, outcome: Outcome) -> None:
+        for token, response in outcome.completions:
+            future = self._pending.get(token)
+            if future is not None and not future.done():
+                future.set_result(response)
+
+    async def _timer_loop(self) -> None:
+        while True:
+            deadline = self.state.next_deadline_ms()
+            timeout = None if deadline is None else max(0.001, (deadline - self._clock_ms()) / 1000)
+            try:
+                await asyncio.wait_for(self._timer_wake.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+            self._timer_wake.clear()
+            try:
+                await self._apply(self.state.tick(self._clock_ms()), wake_timers=False)
+            except Exception:  # noqa: BLE001 - one bad tick must not stop the timers
+                self._log.exception("group timer tick failed")
+
+    # -- offsets ---------------------------------------------------------------------
+    async def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
+                             group_instance_id: str | None,
+                             offsets: dict[TopicPartitionKey, CommittedOffset]) -> dict[TopicPartitionKey, ErrorCode]:
+        """OffsetCommit: validate the member, write the commits with acks=all, then cache them."""
+        code = self.check(group_id)
+        if code is ErrorCode.NONE:
+            code = self.state.validate_offset_commit(group_id, member_id, generation_id, group_instance_id,
+                                                     self._clock_ms())
+        if code is not ErrorCode.NONE:
+            return {tp: code for tp in offsets}
+        results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, o in offsets.items()
+                   if o.metadata is not None and len(o.metadata.encode()) > self.settings.metadata_max_bytes}
+        accepted = {tp: o for tp, o in offsets.items() if tp not in results}
+        if accepted:
+            batch = records.encode_offsets_batch(records.records_for_commit(group_id, accepted), self._clock_ms())
+            try:
+                written = await asyncio.wait_for(self._storage.append(self.partition_for(group_id), batch),
+                                                 self.settings.commit_timeout_ms / 1000)
+            except asyncio.TimeoutError:
+                written = ErrorCode.REQUEST_TIMED_OUT
+            if written is ErrorCode.NONE:
+                self.offsets.commit(group_id, accepted)
+            mapped = _APPEND_ERRORS.get(written, ErrorCode.UNKNOWN_SERVER_ERROR) \
+                if written is not ErrorCode.NONE else ErrorCode.NONE
+            results.update({tp: mapped for tp in accepted})
+        return results
+
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartitionKey] | None
+                      ) -> tuple[ErrorCode, dict[TopicPartitionKey, CommittedOffset | None]]:
+        """OffsetFetch: the committed offsets (None: nothing committed) or a group-level error."""
+        code = self.check(group_id)
+        if code is not ErrorCode.NONE:
+            return code, {}
+        found = self.offsets.fetch(group_id, partitions)
+        if partitions is None:
+            return ErrorCode.NONE, dict(found)
+        return ErrorCode.NONE, {tp: found.get(tp) for tp in partitions}
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        results: dict[str, ErrorCode] = {}
+        ours = []
+        for group_id in group_ids:
+            code = self.check(group_id)
+            if code is ErrorCode.NONE:
+                ours.append(group_id)
+            else:
+                results[group_id] = code
+        if ours:
+            deleted = self.state.delete_groups(ours, self._clock_ms())
+            for group_id, code in deleted.items():
+                if code is ErrorCode.GROUP_ID_NOT_FOUND and self.offsets.fetch(group_id, None):
+                    code = ErrorCode.NONE  # a simple consumer's group: offsets only
+                if code is ErrorCode.NONE:
+                    code = await self._write_tombstones(group_id, self.offsets.delete_group(group_id))
+                results[group_id] = code
+        return results
+
+    async def delete_offsets(self, group_id: str, partitions: list[TopicPartitionKey]) -> ErrorCode:
+        """OffsetDelete: only while no member of the group consumes (Empty group)."""
+        code = self.check(group_id)
+        if code is not ErrorCode.NONE:
+            return code
+        if not self.state.is_empty_or_absent(group_id):
+            return ErrorCode.NON_EMPTY_GROUP
+        return await self._write_tombstones(group_id, self.offsets.delete_offsets(group_id, partitions,
+                                                                                  group_is_empty=True))
+
+    async def _write_tombstones(self, group_id: str, pairs: list) -> ErrorCode:
+        if not pairs:
+            return ErrorCode.NONE
+        written = await self._storage.append(self.partition_for(group_id),
+                                             records.encode_offsets_batch(pairs, self._clock_ms()))
+        return ErrorCode.NONE if written is ErrorCode.NONE else _APPEND_ERRORS.get(written, ErrorCode.UNKNOWN_SERVER_ERROR)
+
+    async def _expiry_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.retention_check_interval_ms / 1000)
+            try:
+                await self.expire_offsets()
+            except Exception:  # noqa: BLE001
+                self._log.exception("offset expiry failed")
+
+    async def expire_offsets(self) -> int:
+        """Remove offsets past `offsets.retention.minutes` of empty groups; returns how many."""
+        now = self._clock_ms()
+        tombstones = self.offsets.expire(now, self.settings.retention_ms, self.state.is_empty_or_absent,
+                                         is_stable=lambda g: self.state.state_name(g) == STABLE)
+        by_partition: dict[int, list] = {}
+        for key, value in tombstones:
+            decoded = records.decode_key(key)
+            by_partition.setdefault(self.partition_for(decoded.group), []).append((key, value))
+            if isinstance(decoded, records.GroupKey) and self.state.is_empty_or_absent(decoded.group):
+                self.state.delete_groups([decoded.group], now)  # an empty group without offsets is dead
+        for partition, pairs in by_partition.items():
+            await self._storage.append(partition, records.encode_offsets_batch(pairs, self._clock_ms()))
+        if tombstones:
+            self._log.info("expired %d committed offsets", len(tombstones))
+        return len(tombstones)

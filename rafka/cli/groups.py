@@ -1,0 +1,335 @@
+"""`rafka groups`: list, describe, reset the offsets of and delete consumer groups, like
+Kafka's kafka-consumer-groups.sh, over the Kafka protocol of any broker."""
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+import sys
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from rafka.common.errors import ErrorCode
+from rafka.net.client import KafkaConnection
+
+FIND_COORDINATOR, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS = 10, 16, 15, 42
+OFFSET_FETCH, OFFSET_COMMIT, LIST_OFFSETS, METADATA = 9, 8, 2, 3
+EARLIEST, LATEST = -2, -1
+INACTIVE_STATES = ("Empty", "Dead")
+
+
+class GroupsError(Exception):
+    """A refusal worth one line on stderr and exit code 1."""
+
+
+@dataclass(frozen=True)
+class PartitionLag:
+    group: str
+    topic: str
+    partition: int
+    current_offset: int | None
+    log_end_offset: int
+    lag: int | None
+    consumer_id: str
+    host: str
+    client_id: str
+
+
+# -- pure helpers ---------------------------------------------------------------------------
+def parse_consumer_assignment(data: bytes) -> dict[str, list[int]]:
+    """Topics and partitions of a ConsumerProtocolAssignment (version, [topic, [partition]], user data)."""
+    if not data or len(data) < 6:
+        return {}
+    pos = 2
+    (count,) = struct.unpack_from(">i", data, pos)
+    pos += 4
+    out: dict[str, list[int]] = {}
+    for _ in range(max(count, 0)):
+        (size,) = struct.unpack_from(">h", data, pos)
+        topic = data[pos + 2:pos + 2 + size].decode()
+        pos += 2 + size
+        (n,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        out[topic] = list(struct.unpack_from(f">{n}i", data, pos))
+        pos += 4 * n
+    return out
+
+
+def plan_reset(partitions: list[tuple[str, int]], mode: str, value: Any, committed: dict, earliest: dict,
+               latest: dict, at_time: dict | None = None) -> dict[tuple[str, int], int]:
+    """New offset per partition for a reset, clamped to [earliest, latest] as Kafka does.
+
+    mode: to-earliest, to-latest, to-offset (value N), shift-by (value N, from the committed
+    offset, or the latest when nothing is committed), to-datetime (offsets looked up by the
+    caller in `at_time`; the latest when no record is that new)."""
+    plan = {}
+    for tp in partitions:
+        low, high = earliest[tp], latest[tp]
+        if mode == "to-earliest":
+            target = low
+        elif mode == "to-latest":
+            target = high
+        elif mode == "to-offset":
+            target = int(value)
+        elif mode == "shift-by":
+            base = committed.get(tp)
+            target = (base if base is not None and base >= 0 else high) + int(value)
+        elif mode == "to-datetime":
+            found = (at_time or {}).get(tp, -1)
+            target = found if found >= 0 else high
+        else:
+            raise ValueError(f"unknown reset mode {mode}")
+        plan[tp] = min(max(target, low), high)
+    return plan
+
+
+def parse_datetime_ms(text: str) -> int:
+    """Milliseconds since the epoch of an ISO-8601 time (UTC when it names no zone)."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+# -- protocol -------------------------------------------------------------------------------
+class GroupAdmin:
+    """The requests behind the subcommands, over `KafkaConnection`s to the right brokers."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self._conns: dict[str, KafkaConnection] = {}
+
+    def close(self) -> None:
+        for c in self._conns.values():
+            c.close()
+
+    def _conn(self, address: str) -> KafkaConnection:
+        if address not in self._conns:
+            self._conns[address] = KafkaConnection.to(address, client_id="rafka-groups")
+        return self._conns[address]
+
+    def _metadata(self, topics: list[str] | None = None) -> dict:
+        body = {"topics": None if topics is None else [{"topic_id": None, "name": t} for t in topics],
+                "allow_auto_topic_creation": False, "include_topic_authorized_operations": False}
+        return self._conn(self.bootstrap).request(METADATA, 12, body)
+
+    def brokers(self) -> list[str]:
+        return [f"{b['host']}:{b['port']}" for b in self._metadata([])["brokers"]]
+
+    def coordinator(self, group: str) -> KafkaConnection:
+        body = self._conn(self.bootstrap).request(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+        c = body["coordinators"][0]
+        if c["error_code"] != 0:
+            raise GroupsError(f"Cannot find the coordinator of group '{group}': {ErrorCode(c['error_code']).name}")
+        return self._conn(f"{c['host']}:{c['port']}")
+
+    def list_groups(self) -> list[dict]:
+        groups = []
+        for address in self.brokers():
+            body = self._conn(address).request(LIST_GROUPS, 4, {"states_filter": []})
+            groups += [{"group": g["group_id"], "protocol_type": g["protocol_type"], "state": g["group_state"]}
+                       for g in body["groups"]]
+        return sorted(groups, key=lambda g: g["group"])
+
+    def describe(self, group: str) -> dict:
+        body = self.coordinator(group).request(DESCRIBE_GROUPS, 5, {"groups": [group],
+                                                                   "include_authorized_operations": False})
+        g = body["groups"][0]
+        if g["error_code"] != 0:
+            raise GroupsError(f"Cannot describe group '{group}': {ErrorCode(g['error_code']).name}")
+        return g
+
+    def committed(self, group: str) -> dict[tuple[str, int], int]:
+        body = self.coordinator(group).request(OFFSET_FETCH, 8, {"groups": [{"group_id": group, "topics": None}],
+                                                                 "require_stable": False})
+        found = body["groups"][0]
+        if found["error_code"] != 0:
+            raise GroupsError(f"Cannot fetch offsets of group '{group}': {ErrorCode(found['error_code']).name}")
+        return {(t["name"], p["partition_index"]): p["committed_offset"] for t in found["topics"]
+                for p in t["partitions"]}
+
+    def partitions(self, topic: str) -> list[tuple[str, int]]:
+        meta = self._metadata([topic])
+        t = meta["topics"][0]
+        if t["error_code"] != 0:
+            raise GroupsError(f"Topic '{topic}': {ErrorCode(t['error_code']).name}")
+        return sorted((topic, p["partition_index"]) for p in t["partitions"])
+
+    def offsets_at(self, partitions: list[tuple[str, int]], timestamp: int) -> dict[tuple[str, int], int]:
+        """ListOffsets for each partition at its leader: EARLIEST, LATEST or a time."""
+        meta = self._metadata(sorted({t for t, _ in partitions}))
+        brokers = {b["node_id"]: f"{b['host']}:{b['port']}" for b in meta["brokers"]}
+        leaders = {(t["name"], p["partition_index"]): p["leader_id"] for t in meta["topics"] for p in t["partitions"]}
+        out = {}
+        for tp in partitions:
+            body = self._conn(brokers[leaders[tp]]).request(LIST_OFFSETS, 7, {
+                "replica_id": -1, "isolation_level": 0, "topics": [{"name": tp[0], "partitions": [
+                    {"partition_index": tp[1], "current_leader_epoch": -1, "timestamp": timestamp}]}]})
+            p = body["topics"][0]["partitions"][0]
+            if p["error_code"] != 0:
+                raise GroupsError(f"ListOffsets of {tp[0]}-{tp[1]}: {ErrorCode(p['error_code']).name}")
+            out[tp] = p["offset"]
+        return out
+
+    def commit(self, group: str, offsets: dict[tuple[str, int], int]) -> None:
+        topics: dict[str, list[dict]] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            topics.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
+                                                 "committed_leader_epoch": -1, "committed_metadata": ""})
+        body = self.coordinator(group).request(OFFSET_COMMIT, 8, {
+            "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
+        errors = [(t["name"], p["partition_index"], ErrorCode(p["error_code"]).name)
+                  for t in body["topics"] for p in t["partitions"] if p["error_code"] != 0]
+        if errors:
+            raise GroupsError(f"Offset commit refused: {errors[:5]}")
+
+    def delete(self, group: str) -> ErrorCode:
+        body = self.coordinator(group).request(DELETE_GROUPS, 2, {"groups_names": [group]})
+        return ErrorCode(body["results"][0]["error_code"])
+
+    def lag(self, group: str) -> tuple[dict, list[PartitionLag]]:
+        """The group's description and, per partition it has offsets for or is assigned, its lag."""
+        described = self.describe(group)
+        committed = self.committed(group)
+        owners: dict[tuple[str, int], dict] = {}
+        if described["protocol_type"] == "consumer":
+            for m in described["members"]:
+                for topic, parts in parse_consumer_assignment(bytes(m["member_assignment"] or b"")).items():
+                    for p in parts:
+                        owners[(topic, p)] = m
+        partitions = sorted(set(committed) | set(owners))
+        ends = self.offsets_at(partitions, LATEST) if partitions else {}
+        rows = []
+        for tp in partitions:
+            current = committed.get(tp)
+            current = current if current is not None and current >= 0 else None
+            m = owners.get(tp, {})
+            rows.append(PartitionLag(group, tp[0], tp[1], current, ends[tp],
+                                     ends[tp] - current if current is not None else None,
+                                     m.get("member_id", "-") or "-", m.get("client_host", "-") or "-",
+                                     m.get("client_id", "-") or "-"))
+        return described, rows
+
+
+# -- command line ---------------------------------------------------------------------------
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("groups", help="list, describe, reset or delete consumer groups", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n  rafka groups list --bootstrap-server 127.0.0.1:9092\n"
+                              "  rafka groups describe orders-app\n"
+                              "  rafka groups reset-offsets orders-app --topic orders --to-earliest --execute")
+    p.add_argument("--bootstrap-server", default="127.0.0.1:9092", help="a broker (default 127.0.0.1:9092)")
+    p.add_argument("--output", choices=("text", "json"), default="text")
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="every group of every broker")
+    d = actions.add_parser("describe", help="state, members, and per partition offset, log end and lag")
+    d.add_argument("group")
+    r = actions.add_parser("reset-offsets", help="move a group's committed offsets (group must be inactive)")
+    r.add_argument("group")
+    r.add_argument("--topic", required=True, help="TOPIC, or TOPIC:P1,P2 for some partitions")
+    how = r.add_mutually_exclusive_group(required=True)
+    how.add_argument("--to-earliest", action="store_true")
+    how.add_argument("--to-latest", action="store_true")
+    how.add_argument("--to-datetime", metavar="ISO", help="e.g. 2026-11-22T10:00:00Z")
+    how.add_argument("--to-offset", type=int, metavar="N")
+    how.add_argument("--shift-by", type=int, metavar="N")
+    mode = r.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")
+    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    x = actions.add_parser("delete", help="delete an inactive group and its offsets")
+    x.add_argument("group")
+
+
+def run(args: argparse.Namespace) -> int:
+    admin = GroupAdmin(args.bootstrap_server)
+    try:
+        return {"list": _list, "describe": _describe, "reset-offsets": _reset, "delete": _delete}[args.action](
+            admin, args)
+    except (GroupsError, OSError, ValueError) as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+    finally:
+        admin.close()
+
+
+def _list(admin: GroupAdmin, args: argparse.Namespace) -> int:
+    groups = admin.list_groups()
+    if args.output == "json":
+        print(json.dumps(groups, indent=2))
+    else:
+        _table(["GROUP", "STATE", "PROTOCOL-TYPE"], [[g["group"], g["state"], g["protocol_type"]] for g in groups])
+    return 0
+
+
+def _describe(admin: GroupAdmin, args: argparse.Namespace) -> int:
+    described, rows = admin.lag(args.group)
+    if args.output == "json":
+        print(json.dumps({"group": args.group, "state": described["group_state"],
+                          "protocol_type": described["protocol_type"], "protocol": described["protocol_data"],
+                          "members": [{"member_id": m["member_id"], "group_instance_id": m["group_instance_id"],
+                                       "client_id": m["client_id"], "host": m["client_host"]}
+                                      for m in described["members"]],
+                          "partitions": [asdict(r) for r in rows]}, indent=2))
+        return 0
+    state = described["group_state"]
+    if state in INACTIVE_STATES and described["members"] == []:
+        print(f"\nConsumer group '{args.group}' has no active members.\n")
+    _table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+            "CLIENT-ID"],
+           [[r.group, r.topic, r.partition, "-" if r.current_offset is None else r.current_offset, r.log_end_offset,
+             "-" if r.lag is None else r.lag, r.consumer_id, r.host, r.client_id] for r in rows])
+    print(f"\nGroup '{args.group}' is {state} with {len(described['members'])} members.")
+    return 0
+
+
+def _reset(admin: GroupAdmin, args: argparse.Namespace) -> int:
+    topic, _, chosen = args.topic.partition(":")
+    partitions = admin.partitions(topic)
+    if chosen:
+        wanted = {int(p) for p in chosen.split(",")}
+        partitions = [tp for tp in partitions if tp[1] in wanted]
+    described = admin.describe(args.group)
+    if args.execute and described["group_state"] not in INACTIVE_STATES:
+        raise GroupsError(f"Assignments can only be reset if the group '{args.group}' is inactive, but the "
+                          f"current state is {described['group_state']}.")
+    committed = admin.committed(args.group)
+    earliest, latest = admin.offsets_at(partitions, EARLIEST), admin.offsets_at(partitions, LATEST)
+    if args.to_earliest:
+        mode, value, at_time = "to-earliest", None, None
+    elif args.to_latest:
+        mode, value, at_time = "to-latest", None, None
+    elif args.to_offset is not None:
+        mode, value, at_time = "to-offset", args.to_offset, None
+    elif args.shift_by is not None:
+        mode, value, at_time = "shift-by", args.shift_by, None
+    else:
+        mode, value = "to-datetime", None
+        at_time = admin.offsets_at(partitions, parse_datetime_ms(args.to_datetime))
+    plan = plan_reset(partitions, mode, value, committed, earliest, latest, at_time)
+    if args.execute:
+        admin.commit(args.group, plan)
+    if args.output == "json":
+        print(json.dumps({"group": args.group, "executed": bool(args.execute),
+                          "offsets": [{"topic": t, "partition": p, "new_offset": o} for (t, p), o in plan.items()]},
+                         indent=2))
+    else:
+        _table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [[args.group, t, p, o] for (t, p), o in plan.items()])
+        if not args.execute:
+            print("\n(dry run: nothing changed; add --execute to commit these offsets)", file=sys.stderr)
+    return 0
+
+
+def _delete(admin: GroupAdmin, args: argparse.Namespace) -> int:
+    code = admin.delete(args.group)
+    if code is not ErrorCode.NONE:
+        raise GroupsError(f"Deletion of group '{args.group}' failed: {code.name}")
+    print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
+    return 0
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> None:
+    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)] if rows else [len(h) for h in headers]
+    for row in [headers, *rows]:
+        print(" ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip())

@@ -1,0 +1,169 @@
+"""GroupCoordinator, the host of the group state machine and offsets, over an in-memory
+`__consumer_offsets` (its `OffsetsStorage` interface): ownership errors, loading, commits
+written before they are answered, append errors mapped as Kafka maps them, a rebalance
+through the timer loop, and state rebuilt from the records by a new coordinator."""
+from __future__ import annotations
+
+import asyncio
+
+from rafka.common.errors import ErrorCode
+from rafka.coordinator import offsets_records as records
+from rafka.coordinator.group_coordinator import GroupCoordinator, GroupSettings
+from rafka.coordinator.group_messages import CommittedOffset
+from rafka.coordinator.group_state import GroupConfig, JoinRequest, SyncRequest
+
+PARTITIONS = 4
+GROUP = "g"
+SETTINGS = GroupSettings(partitions=PARTITIONS, group=GroupConfig(initial_rebalance_delay_ms=0))
+
+
+class MemoryOffsets:
+    """`__consumer_offsets` partitions as lists of batches; `fail_with` makes appends fail."""
+
+    def __init__(self) -> None:
+        self.batches: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
+        self.fail_with: ErrorCode | None = None
+        self.gate: asyncio.Event | None = None
+
+    async def append(self, partition: int, batch: bytes) -> ErrorCode:
+        if self.fail_with is not None:
+            return self.fail_with
+        self.batches[partition].append(batch)
+        return ErrorCode.NONE
+
+    async def read(self, partition: int):
+        if self.gate is not None:
+            await self.gate.wait()
+        for batch in list(self.batches[partition]):
+            yield batch
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+async def loaded(storage: MemoryOffsets) -> GroupCoordinator:
+    coordinator = GroupCoordinator(1, SETTINGS, storage)
+    coordinator.start()
+    coordinator.set_led_partitions(set(range(PARTITIONS)))
+    for _ in range(100):
+        if coordinator.check(GROUP) is ErrorCode.NONE:
+            break
+        await asyncio.sleep(0.01)
+    return coordinator
+
+
+def join(member_id: str = "") -> JoinRequest:
+    return JoinRequest(GROUP, member_id, None, 10000, 10000, "consumer", (("range", b"meta"),), "c", "/h", 5)
+
+
+def test_groups_of_partitions_not_led_here_get_not_coordinator():
+    async def go():
+        coordinator = GroupCoordinator(1, SETTINGS, MemoryOffsets())
+        assert coordinator.check(GROUP) is ErrorCode.NOT_COORDINATOR
+        assert (await coordinator.join(join())).error is ErrorCode.NOT_COORDINATOR
+        assert coordinator.check("") is ErrorCode.INVALID_GROUP_ID
+    run(go())
+
+
+def test_loading_answers_load_in_progress_and_heartbeats_blindly():
+    async def go():
+        storage = MemoryOffsets()
+        storage.gate = asyncio.Event()
+        coordinator = GroupCoordinator(1, SETTINGS, storage)
+        coordinator.set_led_partitions(set(range(PARTITIONS)))
+        assert coordinator.check(GROUP) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        codes = await coordinator.commit_offsets(GROUP, "", -1, None, {("t", 0): CommittedOffset(1)})
+        assert codes == {("t", 0): ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+        storage.gate.set()
+        await asyncio.sleep(0.05)
+        assert coordinator.check(GROUP) is ErrorCode.NONE
+    run(go())
+
+
+def test_commit_is_written_before_it_is_answered_and_fetched_back():
+    async def go():
+        storage = MemoryOffsets()
+        coordinator = await loaded(storage)
+        offsets = {("t", 0): CommittedOffset(5, 2, "meta"), ("t", 1): CommittedOffset(9)}
+        assert await coordinator.commit_offsets(GROUP, "", -1, None, offsets) == {
+            ("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.NONE}
+        written = [kv for b in storage.batches[coordinator.partition_for(GROUP)] for kv in records.replay(b)]
+        assert sorted(records.decode_key(k).partition for k, _ in written) == [0, 1]
+        code, found = coordinator.fetch_offsets(GROUP, [("t", 0), ("t", 7)])
+        assert code is ErrorCode.NONE and found[("t", 0)].offset == 5 and found[("t", 7)] is None
+        await coordinator.stop()
+    run(go())
+
+
+def test_append_errors_are_mapped_and_nothing_is_cached():
+    async def go():
+        storage = MemoryOffsets()
+        coordinator = await loaded(storage)
+        for failure, expected in [(ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
+                                  (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+                                  (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_COMMIT_OFFSET_SIZE),
+                                  (ErrorCode.CORRUPT_MESSAGE, ErrorCode.UNKNOWN_SERVER_ERROR)]:
+            storage.fail_with = failure
+            codes = await coordinator.commit_offsets(GROUP, "", -1, None, {("t", 0): CommittedOffset(1)})
+            assert codes == {("t", 0): expected}
+        assert coordinator.fetch_offsets(GROUP, None) == (ErrorCode.NONE, {})
+        too_long = CommittedOffset(1, metadata="x" * 5000)
+        storage.fail_with = None
+        codes = await coordinator.commit_offsets(GROUP, "", -1, None, {("t", 0): too_long})
+        assert codes == {("t", 0): ErrorCode.OFFSET_METADATA_TOO_LARGE}
+        await coordinator.stop()
+    run(go())
+
+
+def test_member_commit_needs_the_current_generation():
+    async def go():
+        coordinator = await loaded(MemoryOffsets())
+        first = await coordinator.join(join())
+        assert first.error is ErrorCode.MEMBER_ID_REQUIRED
+        joined = await coordinator.join(join(first.member_id))
+        assert joined.error is ErrorCode.NONE and joined.generation_id == 1 and joined.leader == first.member_id
+        synced = await coordinator.sync(SyncRequest(GROUP, 1, first.member_id, None, "consumer", "range",
+                                                    ((first.member_id, b"assignment"),)))
+        assert synced.error is ErrorCode.NONE and synced.assignment == b"assignment"
+        stale = await coordinator.commit_offsets(GROUP, first.member_id, 0, None, {("t", 0): CommittedOffset(1)})
+        assert stale == {("t", 0): ErrorCode.ILLEGAL_GENERATION}
+        unknown = await coordinator.commit_offsets(GROUP, "nobody", 1, None, {("t", 0): CommittedOffset(1)})
+        assert unknown == {("t", 0): ErrorCode.UNKNOWN_MEMBER_ID}
+        ok = await coordinator.commit_offsets(GROUP, first.member_id, 1, None, {("t", 0): CommittedOffset(1)})
+        assert ok == {("t", 0): ErrorCode.NONE}
+        await coordinator.stop()
+    run(go())
+
+
+def test_a_new_coordinator_rebuilds_group_and_offsets_from_the_records():
+    async def go():
+        storage = MemoryOffsets()
+        first = await loaded(storage)
+        member = (await first.join(join())).member_id
+        await first.join(join(member))
+        await first.sync(SyncRequest(GROUP, 1, member, None, "consumer", "range", ((member, b"a"),)))
+        await first.commit_offsets(GROUP, member, 1, None, {("t", 3): CommittedOffset(42)})
+        await first.stop()
+
+        second = await loaded(storage)
+        assert second.fetch_offsets(GROUP, [("t", 3)])[1][("t", 3)].offset == 42
+        described = second.state.describe(GROUP)
+        assert described.state == "Stable" and [m.member_id for m in described.members] == [member]
+        second.set_led_partitions(set())  # leadership moves away: the group is forgotten here
+        assert second.check(GROUP) is ErrorCode.NOT_COORDINATOR and second.offsets.groups() == set()
+        await second.stop()
+    run(go())
+
+
+def test_deleting_a_group_writes_tombstones():
+    async def go():
+        storage = MemoryOffsets()
+        coordinator = await loaded(storage)
+        await coordinator.commit_offsets(GROUP, "", -1, None, {("t", 0): CommittedOffset(1)})
+        assert await coordinator.delete_groups([GROUP]) == {GROUP: ErrorCode.NONE}
+        last = list(records.replay(storage.batches[coordinator.partition_for(GROUP)][-1]))
+        assert all(value is None for _, value in last) and last
+        assert coordinator.fetch_offsets(GROUP, None) == (ErrorCode.NONE, {})
+        await coordinator.stop()
+    run(go())
