@@ -138,6 +138,12 @@ def workload_phases(results: Results, broker: str, bootstrap: str, records: int,
     with `with_idempotent`, each run is followed by the same workload with an idempotent producer,
     so both see the same machine load."""
     variants = [(broker, False)] + ([(IDEMPOTENT, True)] if with_idempotent else [])
+
+    def warm() -> None:
+        _kafka.create_topic(bootstrap, "bench-warm-up")
+        _kafka.warm_group_coordinator(bootstrap, "bench-warm-up")
+
+    run_phase(results, f"{broker} group coordinator warm-up", warm, 120)
     for run in range(1, repeat + 1):
         for size in RECORD_SIZES:
             for label, idempotent in variants:
