@@ -667,15 +667,11 @@ class GroupCoordinatorState:
         return out
 
     def _validate_sync(self, group: Group | None, req: SyncRequest) -> ErrorCode | None:
-        if not req.group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        error = self._validate_member(group, req.member_id, req.group_instance_id)
+        error = self._validate_generation_member(req.group_id, group, req.member_id, req.group_instance_id,
+                                                 req.generation_id)
         if error is not None:
             return error
-        if req.generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
+        assert group is not None
         if req.protocol_type is not None and req.protocol_type != group.protocol_type:
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         if req.protocol_name is not None and req.protocol_name != group.protocol_name:
@@ -708,16 +704,12 @@ class GroupCoordinatorState:
         return out
 
     def _heartbeat_error(self, req: HeartbeatRequest, now_ms: int) -> ErrorCode:
-        if not req.group_id:
-            return ErrorCode.INVALID_GROUP_ID
         group = self._groups.get(req.group_id)
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        error = self._validate_member(group, req.member_id, req.group_instance_id)
+        error = self._validate_generation_member(req.group_id, group, req.member_id, req.group_instance_id,
+                                                 req.generation_id)
         if error is not None:
             return error
-        if req.generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
+        assert group is not None
         member = group.members[req.member_id]
         self._schedule_expiration(group, member, now_ms, member.session_timeout_ms)
         return ErrorCode.REBALANCE_IN_PROGRESS if group.state == PREPARING_REBALANCE else ErrorCode.NONE
@@ -805,6 +797,21 @@ class GroupCoordinatorState:
         if member.join_token is not None:
             out.reply(member.join_token, response)
             member.join_token = None
+
+    def _validate_generation_member(self, group_id: str, group: Group | None, member_id: str,
+                                    instance_id: str | None, generation_id: int) -> ErrorCode | None:
+        """The checks SyncGroup and Heartbeat share: a group id, a known (unfenced) member, and
+        the group's current generation."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        error = self._validate_member(group, member_id, instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return None
 
     @staticmethod
     def _validate_member(group: Group, member_id: str, instance_id: str | None) -> ErrorCode | None:

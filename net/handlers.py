@@ -16,7 +16,7 @@ from rafka.common.errors import ErrorCode, UnsupportedVersionError
 from rafka.common.types import INTERNAL_TOPICS, TopicPartition, topic_name_problem
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.common.metadata import ClusterMetadata
-from rafka.net.group_handlers import GROUP_APIS, GroupApis, RequestContext
+from rafka.net.group_handlers import GROUP_APIS, UNKNOWN_AUTHORIZED_OPERATIONS, GroupApis, RequestContext
 from rafka.net.protocol import codec
 from rafka.net.protocol.apis import APIS
 from rafka.net.server import CloseConnection
@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 
 API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS = 18, 3, 0, 1, 2
 CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID = 19, 20, 22
-UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
 NULL_UUID = uuid.UUID(int=0)
 
 
