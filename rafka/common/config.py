@@ -27,6 +27,25 @@ def _parse_list(text: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in str(text).split(",") if item.strip())
 
 
+def _parse_cleanup_policy(text: str) -> tuple[str, ...]:
+    """`delete`, `compact` or both (Kafka's cleanup.policy list); anything else is refused."""
+    policies = tuple(p.lower() for p in _parse_list(text))
+    unknown = [p for p in policies if p not in ("delete", "compact")]
+    if unknown or not policies:
+        raise ValueError("String must be one of: compact, delete")
+    return policies
+
+
+def _parse_timestamp_type(text: str) -> str:
+    value = str(text).strip()
+    if value not in ("CreateTime", "LogAppendTime"):
+        raise ValueError("String must be one of: CreateTime, LogAppendTime")
+    return value
+
+
+LONG_MAX = (1 << 63) - 1
+
+
 @dataclass(frozen=True)
 class ConfigKey:
     name: str
@@ -36,16 +55,18 @@ class ConfigKey:
     topic_name: str | None = None
     minimum: int | None = None
 
-    def convert(self, raw: Any) -> Any:
+    def convert(self, raw: Any, name: str | None = None) -> Any:
+        """The typed value of `raw`; errors name the key as the caller spelt it (`name`)."""
+        name = name or self.name
         try:
             value = raw if not isinstance(raw, str) else self.parse(raw)
             if self.parse is int:
                 value = int(value)
         except (TypeError, ValueError) as e:
-            raise InvalidConfigError(f"Invalid value {raw!r} for configuration {self.name}: {e}") from e
+            raise InvalidConfigError(f"Invalid value {raw!r} for configuration {name}: {e}") from e
         if self.minimum is not None and value < self.minimum:
             raise InvalidConfigError(
-                f"Invalid value {raw} for configuration {self.name}: Value must be at least {self.minimum}")
+                f"Invalid value {raw} for configuration {name}: Value must be at least {self.minimum}")
         return value
 
 
@@ -67,9 +88,59 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
               topic_name="index.interval.bytes", minimum=0),
     ConfigKey("log.index.size.max.bytes", int, 10485760, "Maximum size of an offset index.",
               topic_name="segment.index.bytes", minimum=4),
-    ConfigKey("log.flush.interval.messages", int, (1 << 63) - 1, "Messages between forced flushes.",
+    ConfigKey("log.flush.interval.messages", int, LONG_MAX, "Messages between forced flushes.",
               topic_name="flush.messages", minimum=1),
-    ConfigKey("log.retention.ms", int, 7 * 24 * 3600 * 1000, "Retention by time.", topic_name="retention.ms"),
+    ConfigKey("log.flush.interval.ms", int, LONG_MAX, "Longest time a message stays unflushed.",
+              topic_name="flush.ms", minimum=0),
+    ConfigKey("log.flush.scheduler.interval.ms", int, LONG_MAX,
+              "How often logs are checked against log.flush.interval.ms.", minimum=1),
+    ConfigKey("log.flush.offset.checkpoint.interval.ms", int, 60_000,
+              "How often each log dir's recovery-point-offset-checkpoint is written.", minimum=0),
+    ConfigKey("log.flush.start.offset.checkpoint.interval.ms", int, 60_000,
+              "How often each log dir's log-start-offset-checkpoint is written.", minimum=0),
+    ConfigKey("log.roll.ms", int, 7 * 24 * 3600 * 1000, "Age after which the active segment rolls.",
+              topic_name="segment.ms", minimum=1),
+    ConfigKey("log.roll.jitter.ms", int, 0, "Largest random amount taken off log.roll.ms per segment.",
+              topic_name="segment.jitter.ms", minimum=0),
+    ConfigKey("log.retention.ms", int, 7 * 24 * 3600 * 1000, "Retention by time; -1 keeps segments forever.",
+              topic_name="retention.ms", minimum=-1),
+    ConfigKey("log.retention.bytes", int, -1, "Retention by size per partition; -1 is unlimited.",
+              topic_name="retention.bytes"),
+    ConfigKey("log.retention.check.interval.ms", int, 300_000,
+              "How often segments are checked for deletion.", minimum=1),
+    ConfigKey("log.segment.delete.delay.ms", int, 60_000,
+              "How long a segment stays renamed .deleted before its files are removed.",
+              topic_name="file.delete.delay.ms", minimum=0),
+    ConfigKey("log.cleanup.policy", _parse_cleanup_policy, ("delete",),
+              "delete (retention), compact (keep the latest record per key) or both.",
+              topic_name="cleanup.policy"),
+    ConfigKey("log.cleaner.enable", _parse_bool, True, "Run the log cleaner for compacted topics."),
+    ConfigKey("log.cleaner.threads", int, 1, "Logs cleaned at once by a broker.", minimum=0),
+    ConfigKey("log.cleaner.dedupe.buffer.size", int, 134_217_728,
+              "Memory for the cleaners' key-hash to offset maps, split between the threads.", minimum=0),
+    ConfigKey("log.cleaner.io.buffer.size", int, 524_288, "Read and write buffer of one cleaning.", minimum=0),
+    ConfigKey("log.cleaner.backoff.ms", int, 15_000, "Pause of the cleaner when no log needs cleaning.",
+              minimum=0),
+    ConfigKey("log.cleaner.delete.retention.ms", int, 86_400_000,
+              "How long tombstones of a compacted topic are kept after cleaning.",
+              topic_name="delete.retention.ms", minimum=0),
+    ConfigKey("log.cleaner.min.cleanable.ratio", float, 0.5,
+              "Dirty share of a log above which it is cleaned.", topic_name="min.cleanable.dirty.ratio"),
+    ConfigKey("log.cleaner.min.compaction.lag.ms", int, 0,
+              "Minimum age of a record before it may be compacted.", topic_name="min.compaction.lag.ms",
+              minimum=0),
+    ConfigKey("log.cleaner.max.compaction.lag.ms", int, LONG_MAX,
+              "Maximum age of an uncompacted record.", topic_name="max.compaction.lag.ms", minimum=1),
+    ConfigKey("log.message.timestamp.type", _parse_timestamp_type, "CreateTime",
+              "CreateTime (the producer's) or LogAppendTime (the broker's).",
+              topic_name="message.timestamp.type"),
+    ConfigKey("log.message.timestamp.before.max.ms", int, LONG_MAX,
+              "How far in the past a CreateTime timestamp may be.",
+              topic_name="message.timestamp.before.max.ms", minimum=0),
+    ConfigKey("log.message.timestamp.after.max.ms", int, LONG_MAX,
+              "How far in the future a CreateTime timestamp may be.",
+              topic_name="message.timestamp.after.max.ms", minimum=0),
+    ConfigKey("log.preallocate", _parse_bool, False, "Preallocate segment files.", topic_name="preallocate"),
     ConfigKey("min.insync.replicas", int, 1, "Minimum ISR for acks=all.", topic_name="min.insync.replicas",
               minimum=1),
     ConfigKey("replica.lag.time.max.ms", int, 30000, "Time before a lagging follower leaves the ISR."),
@@ -110,15 +181,43 @@ class LogConfig:
     """Per-topic log settings (topic names), resolved against the broker defaults."""
 
     segment_bytes: int = 1 << 30
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    segment_jitter_ms: int = 0
     index_interval_bytes: int = 4096
     segment_index_bytes: int = 10485760
     max_message_bytes: int = 1048588
-    flush_messages: int = (1 << 63) - 1
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
     retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_bytes: int = -1
+    file_delete_delay_ms: int = 60_000
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    delete_retention_ms: int = 86_400_000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    preallocate: bool = False
     min_insync_replicas: int = 1
-    # Broker-wide, not topic configs: carried here because the partition log applies them.
+    # Broker-wide, not topic configs: carried here because the partition replica applies them.
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
+    retention_check_interval_ms: int = 300_000
+    flush_scheduler_interval_ms: int = LONG_MAX
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    @property
+    def log_append_time(self) -> bool:
+        return self.message_timestamp_type == "LogAppendTime"
 
     def with_overrides(self, overrides: Mapping[str, str]) -> "LogConfig":
         """Apply topic configs such as {"segment.bytes": "1048576"}; unknown names are refused."""
@@ -129,17 +228,13 @@ class LogConfig:
                 if name in KNOWN_TOPIC_CONFIGS:
                     continue
                 raise InvalidConfigError(f"Unknown topic config name: {name}")
-            changes[name.replace(".", "_")] = key.convert(raw)
+            changes[name.replace(".", "_")] = key.convert(raw, name)
         return replace(self, **changes)
 
 
 # Topic config names Kafka accepts that this version stores but does not act on yet.
 KNOWN_TOPIC_CONFIGS = frozenset({
-    "cleanup.policy", "compression.type", "delete.retention.ms", "file.delete.delay.ms",
-    "flush.ms", "message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms",
-    "max.compaction.lag.ms", "retention.bytes", "segment.ms", "segment.jitter.ms",
-    "unclean.leader.election.enable", "message.downconversion.enable", "preallocate",
-    "message.timestamp.before.max.ms", "message.timestamp.after.max.ms", "local.retention.ms",
+    "compression.type", "unclean.leader.election.enable", "message.downconversion.enable", "local.retention.ms",
     "local.retention.bytes", "remote.storage.enable", "follower.replication.throttled.replicas",
     "leader.replication.throttled.replicas", "message.timestamp.difference.max.ms",
 })
@@ -160,8 +255,31 @@ class BrokerConfig:
     log_segment_bytes: int = 1 << 30
     log_index_interval_bytes: int = 4096
     log_index_size_max_bytes: int = 10485760
-    log_flush_interval_messages: int = (1 << 63) - 1
+    log_flush_interval_messages: int = LONG_MAX
+    log_flush_interval_ms: int = LONG_MAX
+    log_flush_scheduler_interval_ms: int = LONG_MAX
+    log_flush_offset_checkpoint_interval_ms: int = 60_000
+    log_flush_start_offset_checkpoint_interval_ms: int = 60_000
+    log_roll_ms: int = 7 * 24 * 3600 * 1000
+    log_roll_jitter_ms: int = 0
     log_retention_ms: int = 7 * 24 * 3600 * 1000
+    log_retention_bytes: int = -1
+    log_retention_check_interval_ms: int = 300_000
+    log_segment_delete_delay_ms: int = 60_000
+    log_cleanup_policy: tuple[str, ...] = ("delete",)
+    log_cleaner_enable: bool = True
+    log_cleaner_threads: int = 1
+    log_cleaner_dedupe_buffer_size: int = 134_217_728
+    log_cleaner_io_buffer_size: int = 524_288
+    log_cleaner_backoff_ms: int = 15_000
+    log_cleaner_delete_retention_ms: int = 86_400_000
+    log_cleaner_min_cleanable_ratio: float = 0.5
+    log_cleaner_min_compaction_lag_ms: int = 0
+    log_cleaner_max_compaction_lag_ms: int = LONG_MAX
+    log_message_timestamp_type: str = "CreateTime"
+    log_message_timestamp_before_max_ms: int = LONG_MAX
+    log_message_timestamp_after_max_ms: int = LONG_MAX
+    log_preallocate: bool = False
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30000
     producer_id_expiration_ms: int = 86_400_000
@@ -184,6 +302,9 @@ class BrokerConfig:
 
     @classmethod
     def from_mapping(cls, props: Mapping[str, Any]) -> "BrokerConfig":
+        """Kafka-named settings; `log.retention.hours`/`.minutes` and `log.roll.hours` (and
+        the jitter) stand in for the `.ms` key when it is absent, as in Kafka."""
+        props = _with_coarse_units(props)
         values: dict[str, Any] = {}
         unused = []
         for name, raw in props.items():
@@ -219,17 +340,42 @@ class BrokerConfig:
         return self.broker_rack or self.rack or None
 
     def log_config(self) -> LogConfig:
+        """The broker defaults of every topic config, plus the broker-wide values replicas apply."""
+        values = {key.topic_name.replace(".", "_"): getattr(self, key.name.replace(".", "_"))
+                  for key in BROKER_KEYS if key.topic_name}
         return LogConfig(
-            segment_bytes=self.log_segment_bytes,
-            index_interval_bytes=self.log_index_interval_bytes,
-            segment_index_bytes=self.log_index_size_max_bytes,
-            max_message_bytes=self.message_max_bytes,
-            flush_messages=self.log_flush_interval_messages,
-            retention_ms=self.log_retention_ms,
-            min_insync_replicas=self.min_insync_replicas,
+            **values,
             producer_id_expiration_ms=self.producer_id_expiration_ms,
             producer_id_expiration_check_interval_ms=self.producer_id_expiration_check_interval_ms,
+            retention_check_interval_ms=self.log_retention_check_interval_ms,
+            flush_scheduler_interval_ms=self.log_flush_scheduler_interval_ms,
         )
+
+
+# Coarser spellings Kafka accepts for a `.ms` key, finest first: (ms key, [(name, factor)]).
+_COARSE_UNITS = (
+    ("log.retention.ms", (("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000))),
+    ("log.roll.ms", (("log.roll.hours", 3_600_000),)),
+    ("log.roll.jitter.ms", (("log.roll.jitter.hours", 3_600_000),)),
+)
+
+
+def _with_coarse_units(props: Mapping[str, Any]) -> dict[str, Any]:
+    """Replace `log.retention.hours` and friends by their `.ms` key unless that is given."""
+    out = dict(props)
+    for ms_name, coarse in _COARSE_UNITS:
+        for name, factor in coarse:
+            if name not in out:
+                continue
+            raw = out.pop(name)
+            if ms_name in props or any(n in props for n, _ in coarse[:coarse.index((name, factor))]):
+                continue
+            try:
+                value = int(str(raw).strip())
+            except ValueError as e:
+                raise InvalidConfigError(f"Invalid value {raw!r} for configuration {name}: {e}") from e
+            out[ms_name] = str(value * factor if value >= 0 else value)
+    return out
 
 
 def read_properties(text: str) -> dict[str, str]:

@@ -64,6 +64,38 @@ def test_topic_overrides_use_topic_names():
         LogConfig().with_overrides({"no.such.config": "1"})
 
 
+def test_storage_topic_configs_parse_and_refuse_like_kafka():
+    config = LogConfig().with_overrides({
+        "cleanup.policy": "compact,delete", "min.cleanable.dirty.ratio": "0.01", "segment.ms": "100",
+        "message.timestamp.type": "LogAppendTime", "retention.bytes": "4096", "delete.retention.ms": "0"})
+    assert config.compact and config.delete and config.log_append_time
+    assert config.min_cleanable_dirty_ratio == 0.01 and config.segment_ms == 100 and config.retention_bytes == 4096
+    with pytest.raises(InvalidConfigError, match="cleanup.policy: String must be one of: compact, delete"):
+        LogConfig().with_overrides({"cleanup.policy": "shred"})
+    with pytest.raises(InvalidConfigError, match="message.timestamp.type"):
+        LogConfig().with_overrides({"message.timestamp.type": "NowTime"})
+
+
+def test_broker_defaults_become_topic_defaults():
+    config = BrokerConfig.from_mapping({"log.cleanup.policy": "compact", "log.cleaner.delete.retention.ms": "5",
+                                        "log.retention.check.interval.ms": "7", "log.roll.jitter.ms": "3"})
+    log_config = config.log_config()
+    assert log_config.cleanup_policy == ("compact",) and log_config.delete_retention_ms == 5
+    assert log_config.retention_check_interval_ms == 7 and log_config.segment_jitter_ms == 3
+
+
+@pytest.mark.parametrize("props,retention_ms", [
+    ({}, 7 * 24 * 3600 * 1000),
+    ({"log.retention.hours": "2"}, 2 * 3600 * 1000),
+    ({"log.retention.minutes": "3", "log.retention.hours": "2"}, 3 * 60_000),
+    ({"log.retention.ms": "5", "log.retention.minutes": "3", "log.retention.hours": "2"}, 5),
+    ({"log.retention.hours": "-1"}, -1),
+])
+def test_retention_in_hours_or_minutes_stands_in_for_ms(props, retention_ms):
+    config = BrokerConfig.from_mapping(props)
+    assert config.log_retention_ms == retention_ms and config.unused == ()
+
+
 def test_properties_reader_handles_separators_and_comments():
     assert read_properties("a=1\n! bang\nb : 2\nc 3\n") == {"a": "1", "b": "2", "c": "3"}
 
