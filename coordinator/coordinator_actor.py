@@ -34,6 +34,7 @@ from rafka.common.errors import (ErrorCode, InvalidPartitionsError, InvalidRepli
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import Endpoint, TopicPartition, topic_name_problem
 from rafka.coordinator import assignment as assign
+from rafka.coordinator.broker_checkpoints import BrokerCheckpoints
 from rafka.coordinator.controller_logic import build_metadata_snapshot, elect_partition_states
 from rafka.coordinator.group_coordinator import GroupSettings
 from rafka.coordinator.group_state import GroupConfig
@@ -44,6 +45,7 @@ from rafka.net.frontend_actor import Frontend
 from rafka.common.metadata import ClusterMetadata
 from rafka.partition_worker.data_channel import socket_path
 from rafka.partition_worker.log_dirs import check_meta_properties, choose_log_dir, find_partition_dir
+from rafka.partition_worker.messages import ReplicaStatus
 from rafka.partition_worker.replica_actor import PartitionReplica
 from rafka.partition_worker.replica_state import LeaderAndIsr
 
@@ -78,6 +80,8 @@ class BrokerCoordinator:
         self._controller_epoch: int | None = None   # set while this broker is the controller
         self._known_controller_epoch = -1
         self._task: asyncio.Task | None = None
+        self._checkpoint_task: asyncio.Task | None = None
+        self._checkpoints = BrokerCheckpoints(config.log_dirs)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
 
@@ -115,6 +119,7 @@ class BrokerCoordinator:
         self._zk.watch_topics(self._kick_threadsafe)
         self._zk.watch_delete_topics(self._kick_threadsafe)
         self._task = asyncio.create_task(self._run())
+        self._checkpoint_task = asyncio.create_task(self._checkpoint_periodically())
         self._wake.set()
         # Serve only once the controller has sent metadata that lists this broker, so a
         # client's first Metadata request already sees it (Kafka's broker waits likewise).
@@ -126,14 +131,17 @@ class BrokerCoordinator:
     async def shutdown(self) -> None:
         """Clean stop: close replicas (flush, clean-shutdown marker), front end, ZooKeeper session."""
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
+        for task in (self._task, self._checkpoint_task):
+            if task is not None:
+                task.cancel()
         if self._frontend is not None:
             try:
                 await self._frontend.stop.remote()
             except Exception:  # noqa: BLE001 - already gone
                 pass
-        await asyncio.gather(*[r.close.remote() for r in self._replicas.values()], return_exceptions=True)
+        closed = await asyncio.gather(*[r.close.remote() for r in self._replicas.values()], return_exceptions=True)
+        self._take_statuses(list(self._replicas), closed)
+        await asyncio.to_thread(self._checkpoints.write)
         for r in self._replicas.values():
             ray.kill(r)
         self._replicas.clear()
@@ -155,6 +163,42 @@ class BrokerCoordinator:
         for tp, actor in self._replicas.items():
             pids[replica_name(self._id, tp)] = (await actor.ready.remote())["pid"]
         return pids
+
+    # -- log dir checkpoints -------------------------------------------------------------
+    async def _checkpoint_periodically(self) -> None:
+        """Rewrite each log dir's recovery-point and log-start-offset checkpoints, every
+        log.flush.offset.checkpoint.interval.ms and log.flush.start.offset.checkpoint.interval.ms
+        (Kafka's LogManager tasks; 0 leaves a file to shutdown)."""
+        intervals = {"recovery_points": self._config.log_flush_offset_checkpoint_interval_ms,
+                     "log_start_offsets": self._config.log_flush_start_offset_checkpoint_interval_ms}
+        due = {name: time.monotonic() + ms / 1000 for name, ms in intervals.items() if ms > 0}
+        while due:
+            await asyncio.sleep(max(0.0, min(due.values()) - time.monotonic()))
+            now = time.monotonic()
+            chosen = {name: at <= now for name, at in due.items()}
+            for name, is_due in chosen.items():
+                if is_due:
+                    due[name] = now + intervals[name] / 1000
+            try:
+                await self.write_checkpoints(recovery_points=chosen.get("recovery_points", False),
+                                             log_start_offsets=chosen.get("log_start_offsets", False))
+            except Exception:  # noqa: BLE001 - a full disk must not stop the broker; the next round retries
+                self._log.exception("writing the log dir checkpoints failed")
+
+    async def write_checkpoints(self, *, recovery_points: bool = True, log_start_offsets: bool = True,
+                                cleaner_offsets: bool = True) -> None:
+        """Collect the replicas' recovery points and log start offsets and rewrite the files."""
+        tps = list(self._replicas)
+        statuses = await asyncio.gather(*[self._replicas[tp].status.remote() for tp in tps], return_exceptions=True)
+        self._take_statuses(tps, statuses)
+        await asyncio.to_thread(self._checkpoints.write, recovery_points=recovery_points,
+                                log_start_offsets=log_start_offsets, cleaner_offsets=cleaner_offsets)
+
+    def _take_statuses(self, tps: list[TopicPartition], statuses: list[Any]) -> None:
+        for tp, status in zip(tps, statuses):
+            if isinstance(status, ReplicaStatus):
+                self._checkpoints.update(tp, recovery_point=status.recovery_point,
+                                         log_start_offset=status.log_start_offset)
 
     def _kick_threadsafe(self, *_: Any) -> None:
         if self._loop is not None and not self._stopping:
@@ -231,7 +275,7 @@ class BrokerCoordinator:
                 if self._id in p.replicas:
                     wanted[TopicPartition(topic.name, p.partition)] = LeaderAndIsr(
                         p.leader, p.leader_epoch, p.isr, p.replicas, metadata.controller_epoch)
-        await self._start_replicas([tp for tp in wanted if tp not in self._replicas])
+        await self._start_replicas([tp for tp in wanted if tp not in self._replicas], metadata)
         await self._stop_deleted([tp for tp in self._replicas if tp not in wanted])
         changed = [tp for tp, order in wanted.items() if self._roles.get(tp) != order]
         results = await asyncio.gather(*[self._replicas[tp].become.remote(wanted[tp]) for tp in changed])
@@ -246,7 +290,7 @@ class BrokerCoordinator:
         self._metadata_changed = asyncio.Event()
         return ErrorCode.NONE
 
-    async def _start_replicas(self, tps: list[TopicPartition]) -> None:
+    async def _start_replicas(self, tps: list[TopicPartition], metadata: ClusterMetadata) -> None:
         """Start the replica actors in parallel and wait until their logs are open."""
         if not tps:
             return
@@ -262,10 +306,17 @@ class BrokerCoordinator:
                 actor = ray.get_actor(name, namespace=self._namespace)
             except ValueError:
                 log_dir = choose_log_dir(self._config.log_dirs, tp)
+                topic = metadata.topics.get(tp.topic)
                 actor = ReplicaActor.options(
                     name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
-                    **pin_to_node(self._node_id)).remote(self._id, tp, log_dir, topic_configs[tp.topic],
-                                                         socket_path(self._namespace, name))
+                    **pin_to_node(self._node_id)).remote(
+                        self._id, tp, log_dir, topic_configs[tp.topic], socket_path(self._namespace, name),
+                        checkpoint=self._checkpoints.place(tp, log_dir),
+                        topic_id=None if topic is None else topic.topic_id)
+            else:
+                log_dir = find_partition_dir(self._config.log_dirs, tp)
+                if log_dir is not None:
+                    self._checkpoints.place(tp, log_dir)
             started[tp] = actor
         answers = await asyncio.gather(*[a.ready.remote() for a in started.values()])
         for tp, answer in zip(started, answers):
@@ -284,6 +335,7 @@ class BrokerCoordinator:
             except Exception:  # noqa: BLE001
                 pass
             ray.kill(actor)
+            self._checkpoints.forget(tp)
             d = find_partition_dir(self._config.log_dirs, tp)
             if d is not None:
                 shutil.rmtree(Path(d) / str(tp), ignore_errors=True)

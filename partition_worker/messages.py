@@ -58,6 +58,7 @@ class ReplicaStatus:
     log_end_offset: int
     high_watermark: int
     pid: int
+    recovery_point: int = -1
 
 
 # Special timestamps of ListOffsets (Kafka's ListOffsetsRequest).

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import time
+import uuid
 from pathlib import Path
 
 from rafka.common.config import LogConfig
@@ -22,7 +23,11 @@ from rafka.common.frames import FramedProtocol
 from rafka.common.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
+from rafka.coordinator.broker_checkpoints import PartitionCheckpoint
 from rafka.partition_worker import data_channel as dc
+from rafka.partition_worker.checkpoints import (
+    LeaderEpochCache, read_partition_metadata, topic_id_text, write_partition_metadata,
+)
 from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.messages import (
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
@@ -41,7 +46,8 @@ class PartitionReplica:
     """One replica of one partition. Created by its broker's `BrokerCoordinator` only."""
 
     def __init__(self, broker_id: int, tp: TopicPartition, log_dir: str, config: LogConfig,
-                 socket_path: str | None = None) -> None:
+                 socket_path: str | None = None, *, checkpoint: PartitionCheckpoint | None = None,
+                 topic_id: uuid.UUID | None = None) -> None:
         self._tp = tp
         self._socket_path = socket_path
         self._data_server: asyncio.base_events.Server | None = None
@@ -49,12 +55,29 @@ class PartitionReplica:
         self._log_dir = log_dir
         self._logger = Prefixed(logging.getLogger(__name__), f"[PartitionReplica {tp} broker={broker_id}]")
         started = time.monotonic()
-        self._log = PartitionLog.open(partition_dir(log_dir, tp), config)
+        directory = partition_dir(log_dir, tp)
+        self._check_topic_id(directory, topic_id)
+        self._log = PartitionLog.open(directory, config)
+        self._leader_epochs = LeaderEpochCache(directory)
         self._state = ReplicaState(broker_id=broker_id)
         self._appended = asyncio.Event()
         self._expiry_task: asyncio.Task | None = None
         self._logger.info("opened log in %.3f s: log start %d, log end %d",
                           time.monotonic() - started, self._log.log_start_offset, self._log.log_end_offset)
+
+    def _check_topic_id(self, directory: Path, topic_id: uuid.UUID | None) -> None:
+        """Write `partition.metadata`, or refuse a directory that belongs to another topic id
+        (a deleted topic's leftovers under a recreated name), as Kafka does."""
+        if topic_id is None or topic_id.int == 0:
+            return
+        directory.mkdir(parents=True, exist_ok=True)
+        stored = read_partition_metadata(directory)
+        if stored is None:
+            write_partition_metadata(directory, topic_id)
+        elif stored != topic_id:
+            raise RuntimeError(
+                f"The topic id {topic_id_text(topic_id)} of {self._tp} does not match the topic id "
+                f"{topic_id_text(stored)} in {directory}/partition.metadata (InconsistentTopicIdException)")
 
     # -- control plane -------------------------------------------------------------
     async def ready(self) -> dict:
@@ -84,6 +107,9 @@ class PartitionReplica:
         """Take the role the controller decided (idempotent: a repeat changes nothing)."""
         before = (self._state.leader, self._state.leader_epoch)
         code = self._state.apply(order, self._log.log_end_offset)
+        if code is ErrorCode.NONE and order.leader == self._state.broker_id:
+            # Kafka's makeLeader: the new epoch starts at the current log end.
+            self._leader_epochs.assign(order.leader_epoch, self._log.log_end_offset)
         if code is ErrorCode.NONE and before != (order.leader, order.leader_epoch):
             state_change.info("[PartitionReplica %s broker=%d] leader=%d leader_epoch=%d isr=%s",
                               self._tp, self._state.broker_id, order.leader, order.leader_epoch, list(order.isr))
@@ -97,16 +123,16 @@ class PartitionReplica:
             topic=self._tp.topic, partition=self._tp.partition, broker_id=self._state.broker_id,
             leader=self._state.leader, leader_epoch=self._state.leader_epoch,
             log_start_offset=self._log.log_start_offset, log_end_offset=self._log.log_end_offset,
-            high_watermark=self._high_watermark(), pid=os.getpid())
+            high_watermark=self._high_watermark(), pid=os.getpid(), recovery_point=self._log.recovery_point)
 
     def flush(self) -> int:
         """fsync the log; returns the log end offset that is now durable."""
         self._log.flush()
         return self._log.log_end_offset
 
-    def close(self) -> None:
+    def close(self) -> ReplicaStatus:
         """Clean shutdown: flush, snapshot producer state and mark the log clean, so the next
-        open skips recovery."""
+        open skips recovery. Returns the final status (its recovery point is the log end)."""
         if self._expiry_task is not None:
             self._expiry_task.cancel()
             self._expiry_task = None
@@ -118,6 +144,7 @@ class PartitionReplica:
             except (FileNotFoundError, TypeError):
                 pass
         self._log.close()
+        return self.status()
 
     # -- the data socket (see data_channel.py) ----------------------------------------
     def _new_data_connection(self) -> FramedProtocol:

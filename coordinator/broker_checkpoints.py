@@ -1,0 +1,80 @@
+"""`BrokerCheckpoints`: a broker's per-log-dir checkpoint files, kept by its coordinator.
+
+Kafka's LogManager is the one writer of each log dir's `recovery-point-offset-checkpoint`
+and `log-start-offset-checkpoint`, and its LogCleaner of `cleaner-offset-checkpoint`. Here
+the partition replicas are separate processes, so the broker's coordinator plays that part:
+it reads the files when it starts, hands each replica its values when it opens the log,
+collects the replicas' current values and rewrites the files periodically and on shutdown.
+
+Pure bookkeeping over files; the coordinator does the gathering.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from rafka.common.types import TopicPartition
+from rafka.partition_worker.checkpoints import LogDirCheckpoints
+
+
+@dataclass(frozen=True)
+class PartitionCheckpoint:
+    """What the log dir's checkpoints say of one partition (None: no entry)."""
+
+    recovery_point: int | None = None
+    log_start_offset: int | None = None
+    cleaner_offset: int | None = None
+
+
+class BrokerCheckpoints:
+    """The checkpoints of every log dir of one broker."""
+
+    def __init__(self, log_dirs: tuple[str, ...]) -> None:
+        self._dirs = {str(d): LogDirCheckpoints.load(d) for d in log_dirs}
+        self._dir_of: dict[TopicPartition, str] = {}
+
+    def place(self, tp: TopicPartition, log_dir: str) -> PartitionCheckpoint:
+        """Note that `tp` lives in `log_dir`; returns what that dir's checkpoints hold for it."""
+        self._dir_of[tp] = str(log_dir)
+        cps = self._dirs[str(log_dir)]
+        return PartitionCheckpoint(cps.recovery_points.get(tp), cps.log_start_offsets.get(tp),
+                                   cps.cleaner_offsets.get(tp))
+
+    def update(self, tp: TopicPartition, *, recovery_point: int | None = None,
+               log_start_offset: int | None = None, cleaner_offset: int | None = None) -> None:
+        """Take a partition's current values (None leaves a value as it is)."""
+        log_dir = self._dir_of.get(tp)
+        if log_dir is None:
+            return
+        cps = self._dirs[log_dir]
+        for value, table in ((recovery_point, cps.recovery_points), (log_start_offset, cps.log_start_offsets),
+                             (cleaner_offset, cps.cleaner_offsets)):
+            if value is not None and value >= 0:
+                table[tp] = value
+
+    def cleaner_offset(self, tp: TopicPartition) -> int | None:
+        log_dir = self._dir_of.get(tp)
+        return None if log_dir is None else self._dirs[log_dir].cleaner_offsets.get(tp)
+
+    def forget(self, tp: TopicPartition) -> None:
+        """The partition's log was deleted: drop it from every file at the next write."""
+        log_dir = self._dir_of.pop(tp, None)
+        for d, cps in self._dirs.items():
+            if log_dir is None or d == log_dir:
+                cps.forget(tp)
+
+    def write(self, *, recovery_points: bool = True, log_start_offsets: bool = True,
+              cleaner_offsets: bool = True) -> None:
+        """Rewrite the chosen files of every log dir.
+
+        Entries of partitions whose directory is gone from the log dir are dropped, as Kafka
+        writes only the logs it holds.
+        """
+        for log_dir, cps in self._dirs.items():
+            root = Path(log_dir)
+            for table in (cps.recovery_points, cps.log_start_offsets, cps.cleaner_offsets):
+                for tp in [tp for tp in table if not (root / str(tp)).is_dir()]:
+                    del table[tp]
+            if root.is_dir():
+                cps.write(recovery_points=recovery_points, log_start_offsets=log_start_offsets,
+                          cleaner_offsets=cleaner_offsets)
