@@ -24,14 +24,18 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 class Member:
     """A group member process and what it printed."""
 
-    def __init__(self, client: str, bootstrap: str, topic: str, group: str, assignor: str | None = None) -> None:
+    def __init__(self, client: str, bootstrap: str, topic: str, group: str, assignor: str | None = None,
+                 instance_id: str | None = None) -> None:
         args = [sys.executable, "-m", "tests.interop.group_member", client, bootstrap, topic, group]
         if assignor:
             args += ["--assignor", assignor]
+        if instance_id:
+            args += ["--instance-id", instance_id]
         self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assignment: list[int] | None = None
         self.assignments: list[list[int]] = []
         self.records: list[tuple[int, int, str]] = []
+        self.events: list[dict] = []
         self.closed = False
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
@@ -42,6 +46,7 @@ class Member:
         for line in self.proc.stdout:
             event = json.loads(line)
             with self._lock:
+                self.events.append(event)
                 if event["event"] == "assigned":
                     self.assignment = event["partitions"]
                     self.assignments.append(event["partitions"])
