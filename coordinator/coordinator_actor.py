@@ -33,6 +33,7 @@ from rafka.common.errors import (ErrorCode, InvalidPartitionsError, InvalidRepli
                                  InvalidTopicError, KafkaError, TopicAlreadyExistsError)
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import Endpoint, TopicPartition, topic_name_problem
+from rafka.common.topic_configs import ConfigEntry, describe_broker, describe_topic
 from rafka.coordinator import assignment as assign
 from rafka.coordinator.broker_checkpoints import BrokerCheckpoints
 from rafka.coordinator.controller_logic import build_metadata_snapshot, elect_partition_states
@@ -53,6 +54,7 @@ log = logging.getLogger(__name__)
 state_change = logging.getLogger("rafka.state_change")
 
 ReplicaActor = ray.remote(PartitionReplica)
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4  # DescribeConfigs/AlterConfigs resource types
 # Until followers replicate (see `_plan_topic`), every partition has a single replica.
 MAX_REPLICATION_FACTOR = 1
 FrontendActor = ray.remote(Frontend)
@@ -82,6 +84,7 @@ class BrokerCoordinator:
         self._task: asyncio.Task | None = None
         self._checkpoint_task: asyncio.Task | None = None
         self._checkpoints = BrokerCheckpoints(config.log_dirs)
+        self._topic_configs: dict[str, LogConfig] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
 
@@ -118,6 +121,7 @@ class BrokerCoordinator:
         self._zk.watch_brokers(self._kick_threadsafe)
         self._zk.watch_topics(self._kick_threadsafe)
         self._zk.watch_delete_topics(self._kick_threadsafe)
+        self._zk.watch_config_changes(self._config_changed_threadsafe)
         self._task = asyncio.create_task(self._run())
         self._checkpoint_task = asyncio.create_task(self._checkpoint_periodically())
         self._wake.set()
@@ -199,6 +203,69 @@ class BrokerCoordinator:
             if isinstance(status, ReplicaStatus):
                 self._checkpoints.update(tp, recovery_point=status.recovery_point,
                                          log_start_offset=status.log_start_offset)
+
+    # -- topic configs ---------------------------------------------------------------------
+    async def topic_overrides(self, topic: str) -> dict[str, str] | None:
+        """A topic's config overrides from `/config/topics/<t>`; None for an unknown topic."""
+        zk = self._zk
+        assert zk is not None
+        if not await asyncio.to_thread(zk.topic_exists, topic):
+            return None
+        return await asyncio.to_thread(zk.topic_config, topic)
+
+    async def describe_configs(self, resource_type: int, name: str,
+                               keys: list[str] | None) -> list[ConfigEntry] | None:
+        """DescribeConfigs of a topic (2) or of this broker (4); None when there is no such resource."""
+        if resource_type == TOPIC_RESOURCE:
+            overrides = await self.topic_overrides(name)
+            return None if overrides is None else describe_topic(self._config, overrides, keys)
+        if resource_type == BROKER_RESOURCE and name in ("", str(self._id)):
+            return describe_broker(self._config, keys)
+        return None
+
+    async def alter_topic_configs(self, changes: dict[str, dict[str, str]],
+                                  validate_only: bool) -> dict[str, tuple[ErrorCode, str | None]]:
+        """Replace topics' overrides (validated as CreateTopics does) and notify every broker."""
+        zk = self._zk
+        assert zk is not None
+        out: dict[str, tuple[ErrorCode, str | None]] = {}
+        for topic, overrides in changes.items():
+            if not await asyncio.to_thread(zk.topic_exists, topic):
+                out[topic] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic} does not exist")
+                continue
+            try:
+                self._config.log_config().with_overrides(overrides)
+            except KafkaError as e:
+                out[topic] = (e.code, str(e))
+                continue
+            if not validate_only:
+                await asyncio.to_thread(zk.set_topic_config, topic, overrides)
+                self._log.info("updated the config of topic %s: %s", topic, overrides)
+            out[topic] = (ErrorCode.NONE, None)
+        return out
+
+    def _config_changed_threadsafe(self, *_: Any) -> None:
+        if self._loop is not None and not self._stopping:
+            self._loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._apply_topic_configs()))
+
+    async def _apply_topic_configs(self) -> None:
+        """A config change notification: hand replicas whose topic config changed the new one."""
+        zk = self._zk
+        if zk is None:
+            return
+        base = self._config.log_config()
+        for topic in sorted({tp.topic for tp in self._replicas}):
+            try:
+                config = base.with_overrides(await asyncio.to_thread(zk.topic_config, topic))
+            except Exception:  # noqa: BLE001 - a topic deleted meanwhile, or a bad znode
+                self._log.exception("could not read the config of topic %s", topic)
+                continue
+            if self._topic_configs.get(topic) == config:
+                continue
+            self._topic_configs[topic] = config
+            replicas = [actor for tp, actor in self._replicas.items() if tp.topic == topic]
+            await asyncio.gather(*[r.update_config.remote(config) for r in replicas], return_exceptions=True)
+            self._log.info("applied the new config of topic %s to %d replicas", topic, len(replicas))
 
     def _kick_threadsafe(self, *_: Any) -> None:
         if self._loop is not None and not self._stopping:
@@ -301,6 +368,7 @@ class BrokerCoordinator:
             if tp.topic not in topic_configs:
                 overrides = await asyncio.to_thread(self._zk.topic_config, tp.topic)
                 topic_configs[tp.topic] = log_config.with_overrides(overrides)
+                self._topic_configs[tp.topic] = topic_configs[tp.topic]
             name = replica_name(self._id, tp)
             try:  # a replica that outlived a coordinator restart is reused
                 actor = ray.get_actor(name, namespace=self._namespace)

@@ -452,6 +452,11 @@ class ZkStore:
         """`callback(sorted topics marked for deletion)` now and on every change (kazoo thread)."""
         return self._watch_children(zd.DELETE_TOPICS_PATH, sorted, callback)
 
+    def watch_config_changes(self, callback: Callable[[list[str]], None]) -> ZkWatch:
+        """`callback(sorted config_change_<seq> children)` now and on every change (kazoo thread)."""
+        self.client.ensure_path(zd.CONFIG_CHANGES_PATH)
+        return self._watch_children(zd.CONFIG_CHANGES_PATH, sorted, callback)
+
     def watch_isr_changes(self, callback: Callable[[list[str]], None]) -> ZkWatch:
         """`callback(sorted isr_change_<seq> children)` now and on every change (kazoo thread)."""
         return self._watch_children(zd.ISR_CHANGE_NOTIFICATION_PATH, sorted, callback)

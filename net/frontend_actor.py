@@ -88,6 +88,16 @@ class Frontend:
     async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]:
         return await self._coordinator.delete_topics.remote(names, timeout_ms)
 
+    async def describe_configs(self, resource_type: int, name: str, keys: list[str] | None) -> list | None:
+        return await self._coordinator.describe_configs.remote(resource_type, name, keys)
+
+    async def topic_overrides(self, topic: str) -> dict[str, str] | None:
+        return await self._coordinator.topic_overrides.remote(topic)
+
+    async def alter_topic_configs(self, changes: dict[str, dict[str, str]],
+                                  validate_only: bool) -> dict[str, tuple[ErrorCode, str | None]]:
+        return await self._coordinator.alter_topic_configs.remote(changes, validate_only)
+
     async def init_producer_id(self, producer_id: int, producer_epoch: int) -> tuple[ErrorCode, int, int]:
         """(error, id, epoch) for an idempotent producer; ids come from blocks the broker's
         coordinator claims in ZooKeeper. When none can be claimed the answer is retriable."""

@@ -16,6 +16,7 @@ from rafka.common.errors import ErrorCode, UnsupportedVersionError
 from rafka.common.types import INTERNAL_TOPICS, TopicPartition, topic_name_problem
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.common.metadata import ClusterMetadata
+from rafka.net.config_handlers import CONFIG_APIS, ConfigApis
 from rafka.net.group_handlers import GROUP_APIS, UNKNOWN_AUTHORIZED_OPERATIONS, GroupApis, RequestContext
 from rafka.net.protocol import codec
 from rafka.net.protocol.apis import APIS
@@ -71,7 +72,7 @@ def _advertised_ranges() -> dict[int, tuple[int, int]]:
 
 
 IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS,
-               INIT_PRODUCER_ID, *GROUP_APIS)
+               INIT_PRODUCER_ID, *GROUP_APIS, *CONFIG_APIS)
 
 
 class RequestDispatcher:
@@ -91,7 +92,7 @@ class RequestDispatcher:
             INIT_PRODUCER_ID: self._init_producer_id,
         }
         # Group APIs also get who asked (client id, host): members are described with them.
-        self._context_handlers = GroupApis(services).handlers()
+        self._context_handlers = {**GroupApis(services).handlers(), **ConfigApis(services).handlers()}
 
     @property
     def advertised(self) -> dict[int, tuple[int, int]]:

@@ -118,6 +118,12 @@ class PartitionReplica:
         self._wake_fetchers()
         return code
 
+    def update_config(self, config: LogConfig) -> None:
+        """The topic's config changed (AlterConfigs): later appends, rolls and retention use it."""
+        self._config = config
+        self._log.config = config
+        self._logger.info("topic config updated")
+
     def status(self) -> ReplicaStatus:
         return ReplicaStatus(
             topic=self._tp.topic, partition=self._tp.partition, broker_id=self._state.broker_id,

@@ -45,6 +45,7 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     "CreatePartitions": (0, 3),   # the full JSON range
     "DescribeConfigs": (1, 4),    # the full JSON range
     "AlterConfigs": (0, 2),       # the full JSON range
+    "IncrementalAlterConfigs": (0, 1),  # the full JSON range
     "FindCoordinator": (0, 4),    # v4 = batched coordinator keys (KIP-699); v5/v6 are transactions V2 / share groups
     "JoinGroup": (0, 9),          # the full JSON range
     "SyncGroup": (0, 5),          # the full JSON range
