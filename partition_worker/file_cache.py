@@ -95,12 +95,13 @@ class SegmentFileCache:
             entry = self._entries.get(key)
             if entry is None:
                 entry = _Entry(os.open(path, os.O_RDWR))
+                entry.pins = 1
                 self.opens += 1
                 self._entries[key] = entry
                 self._evict()
             else:
                 self._entries.move_to_end(key)
-            entry.pins += 1
+                entry.pins += 1
         return Borrowed(self, key, entry)
 
     def drop(self, key: Hashable) -> None:
