@@ -22,10 +22,11 @@ def _append(log: PartitionLog, count: int, n: int = 3) -> None:
         log.append(data, leader_epoch=0, max_batch_bytes=MAX)
 
 
-def _offsets(log: PartitionLog) -> list[int]:
+def read_offsets(log: PartitionLog, max_bytes: int = 4096) -> list[int]:
+    """Every record offset from the log start to the log end, read through `read` (`max_bytes` each)."""
     out, offset = [], log.log_start_offset
     while offset < log.log_end_offset:
-        result = log.read(offset, 4096)
+        result = log.read(offset, max_bytes)
         for region in result.regions:
             data = log.read_bytes(region)
             for h in iter_batches(data):
@@ -58,7 +59,7 @@ def test_active_indexes_are_preallocated_and_trimmed_on_roll_and_close(tmp_path)
     assert (active.index.entries(), active.time_index.entries()) == entries
     _append(log, 1)  # appending re-activates it: preallocated again, entries kept
     assert _file_sizes(active) == (4096, 4092) and active.index.entries()[:len(entries[0])] == entries[0]
-    assert _offsets(log) == list(range(log.log_end_offset))
+    assert read_offsets(log) == list(range(log.log_end_offset))
 
 
 def test_a_full_index_rolls_at_its_preallocated_size(tmp_path):
@@ -72,7 +73,7 @@ def test_a_full_index_rolls_at_its_preallocated_size(tmp_path):
         assert seg.index_is_full and len(seg.time_index) == 2
         assert _file_sizes(seg) == (16, 24)
     assert _file_sizes(active) == (24, 24)
-    assert _offsets(log) == list(range(12))
+    assert read_offsets(log) == list(range(12))
 
 
 def _crash_image(log: PartitionLog, target):
@@ -107,7 +108,7 @@ def test_unclean_stop_with_preallocated_indexes_keeps_every_entry(tmp_path):
     reopened = PartitionLog.open(image, config)
     active = reopened.segments[-1]
     assert (active.index.entries(), active.time_index.entries()) == expected
-    assert reopened.log_end_offset == end and _offsets(reopened) == list(range(end))
+    assert reopened.log_end_offset == end and read_offsets(reopened) == list(range(end))
     _append(reopened, 1)
     reopened.close()
     assert active.index.path.stat().st_size == 8 * len(active.index)

@@ -8,6 +8,7 @@ import resource
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 from rafka.partition_worker.record_batch import Record, encode_batch, parse_header
 from rafka.partition_worker.segment import LogSegment
@@ -24,25 +25,15 @@ CHILD = textwrap.dedent("""
     from rafka.common.config import LogConfig
     from rafka.partition_worker.file_cache import shared_cache
     from rafka.partition_worker.log import PartitionLog
-    from rafka.partition_worker.record_batch import Record, decode_records, encode_batch, iter_batches
+    from rafka.partition_worker.record_batch import Record, decode_records, encode_batch
+    from tests.unit.storage.test_index_preallocation import read_offsets
 
     directory, segment_bytes = Path(sys.argv[1]), int(sys.argv[2])
     config = LogConfig(segment_bytes=segment_bytes, index_interval_bytes=100)
 
-    def offsets(log, start, max_bytes):
-        out, offset = [], start
-        while offset < log.log_end_offset:
-            result = log.read(offset, max_bytes)
-            for region in result.regions:
-                data = log.read_bytes(region)
-                for h in iter_batches(data):
-                    out.extend(r.offset for r in decode_records(data, h.position)[1])
-            offset = result.next_offset
-        return out
-
     log = PartitionLog.open(directory, config)  # unclean: no marker, the last segment is recovered
     end = log.log_end_offset
-    in_order = offsets(log, 0, 1500) == list(range(end))
+    in_order = read_offsets(log, 1500) == list(range(end))
     rng = random.Random(7)
     def holds(offset):
         data = log.read_bytes(log.read(offset, 1).regions[0])
@@ -56,7 +47,7 @@ CHILD = textwrap.dedent("""
     new_end, segments = log.log_end_offset, len(log.segments)
     log.close()
     log = PartitionLog.open(directory, config)
-    after_reopen = offsets(log, 0, 64 * 1024) == list(range(new_end)) and len(log.segments) == segments
+    after_reopen = read_offsets(log, 64 * 1024) == list(range(new_end)) and len(log.segments) == segments
     print(json.dumps({
         "limit": resource.getrlimit(resource.RLIMIT_NOFILE)[0], "capacity": shared_cache().capacity,
         "cached": len(shared_cache()), "evictions": shared_cache().evictions, "end": end, "new_end": new_end,
@@ -93,7 +84,8 @@ def test_two_thousand_segments_under_an_open_file_limit_of_256(tmp_path):
     segment_size = _write_segments(directory)
     assert len(list(directory.glob("*.log"))) == SEGMENTS
     proc = subprocess.run([sys.executable, "-c", CHILD, str(directory), str(segment_size)],
-                          capture_output=True, text=True, timeout=120, preexec_fn=_limit_open_files)
+                          capture_output=True, text=True, timeout=120, preexec_fn=_limit_open_files,
+                          cwd=Path(__file__).parents[3])  # the child imports a helper from tests/
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["limit"] == OPEN_FILE_LIMIT and result["capacity"] == OPEN_FILE_LIMIT // 4
