@@ -41,11 +41,13 @@ def loopback_throughput(total: int = GIB, chunk: int = SOCKET_BUFFER) -> RateRes
     return RateResult("loopback TCP", total, elapsed, f"{total // (1024 * 1024)} MiB in {chunk // 1024} KiB sends")
 
 
-def disk_write_rate(directory: Path, count_mib: int = 1024) -> RateResult:
-    """`dd` `count_mib` MiB of zeros to a file in `directory` with O_DIRECT (fdatasync if refused)."""
+def disk_write_rate(directory: Path, count_mib: int = 1024,
+                    flags: tuple[str, ...] = ("oflag=direct", "conv=fdatasync")) -> RateResult:
+    """`dd` `count_mib` MiB of zeros to a file in `directory` with the first of `flags` dd
+    accepts (default O_DIRECT, fdatasync if refused)."""
     target = directory / "dd-bench.tmp"
     try:
-        for flag in ("oflag=direct", "conv=fdatasync"):
+        for flag in flags:
             proc = subprocess.run(["dd", "if=/dev/zero", f"of={target}", "bs=1M", f"count={count_mib}", flag],
                                   capture_output=True, text=True, env={"LC_ALL": "C", "PATH": "/usr/bin:/bin"})
             match = DD_SUMMARY.search(proc.stderr)

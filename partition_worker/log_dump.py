@@ -292,8 +292,14 @@ def _size(data: bytes | None) -> int:
 # -- .index and .timeindex ---------------------------------------------------------------
 
 def _index_entries(data: bytes, entry: struct.Struct) -> Iterator[tuple[int, ...]]:
-    """Entries of an index file; a partial last entry is ignored, as Kafka's index does."""
-    return entry.iter_unpack(data[:len(data) - len(data) % entry.size])
+    """Entries of an index file; a partial last entry is ignored, as Kafka's index does.
+
+    The zero tail of a preallocated index (megabytes) is skipped except for its first entry:
+    the listing stops at that entry anyway, and an all-zero file still shows it as Kafka does.
+    """
+    whole = len(data) - len(data) % entry.size
+    used = -(-len(data[:whole].rstrip(b"\0")) // entry.size) * entry.size  # up to the last non-zero entry
+    return entry.iter_unpack(data[:min(whole, used + entry.size)])
 
 
 def offset_index_lines(data: bytes, base_offset: int, batches: Sequence[BatchHeader] | None,

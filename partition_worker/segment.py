@@ -3,16 +3,25 @@
 The `.log` holds whole v2 record batches back to back, exactly as appended. Batches are
 only ever added at the end by the owner; readers get `FileRegion`s of whole batches that
 were fully written before the read began, so a region never changes under a reader.
+
+Open files: a segment being appended to (the active one) holds its `.log` open for writing
+and its two indexes open and preallocated. Once sealed (rolled) or closed it holds no file:
+its `.log` is opened on demand through the process-wide `SegmentFileCache` (bounded LRU,
+see file_cache.py) and its indexes are in memory. So a log with thousands of segments needs
+a handful of descriptors, whatever its size.
 """
 from __future__ import annotations
 
+import errno
 import logging
 import os
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from rafka.partition_worker.index import CorruptIndexError, OffsetIndex, TimeIndex
+from rafka.partition_worker.file_cache import Borrowed, SegmentFileCache, shared_cache
+from rafka.partition_worker.index import DEFAULT_INDEX_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
 import crc32c as _crc32c
 
 from rafka.partition_worker.record_batch import (
@@ -24,7 +33,10 @@ log = logging.getLogger(__name__)
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
-_SCAN_CHUNK = 1 << 20  # bytes read per pread while scanning headers or recovering
+_SCAN_CHUNK = 1 << 20  # bytes read per pread while recovering (every byte is checksummed)
+# Bytes read per pread while walking headers only: enough for many small batches at once, while
+# a big batch costs one small read of its header rather than a copy of its records.
+_HEADER_CHUNK = 32 << 10
 
 
 def segment_name(base_offset: int) -> str:
@@ -47,10 +59,17 @@ class LogSegment:
     Invariants: `size` is the number of valid bytes in the `.log`; `next_offset` is one past
     the last batch's last offset (the base offset when empty); index entries point below `size`.
     Not safe for concurrent writers; the owner serialises appends, truncation and recovery.
+
+    File descriptors: `append` opens the `.log` for writing and preallocates both indexes
+    (Kafka resizes the active segment's indexes to segment.index.bytes); `seal` (on roll) and
+    `close` trim the indexes to their entries and release those files. Reads of a segment
+    without its writer go through `file_cache` (default: the process-wide one), reopening the
+    file if it was evicted. After `close` nothing reopens it: reads raise OSError(EBADF).
     """
 
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int = 4096,
-                 max_index_entries: int = 1 << 30) -> None:
+                 max_index_entries: int = DEFAULT_INDEX_BYTES // 8,
+                 file_cache: SegmentFileCache | None = None) -> None:
         self.directory = Path(directory)
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
@@ -59,8 +78,14 @@ class LogSegment:
         self.index = OffsetIndex(self.directory / (stem + INDEX_SUFFIX), base_offset, max_index_entries)
         self.time_index = TimeIndex(self.directory / (stem + TIME_INDEX_SUFFIX), base_offset,
                                     max(1, max_index_entries * 8 // 12))
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        self._files = shared_cache() if file_cache is None else file_cache
+        self._write_fd = -1  # the `.log` open for appending while this segment is active
+        self._closed = False
+        try:
+            self.size = os.stat(self.log_path).st_size
+        except FileNotFoundError:
+            os.close(os.open(self.log_path, os.O_WRONLY | os.O_CREAT, 0o644))
+            self.size = 0
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -71,12 +96,15 @@ class LogSegment:
     # -- opening ---------------------------------------------------------------------
     @classmethod
     def create(cls, directory: Path, base_offset: int, *, index_interval_bytes: int = 4096,
-               max_index_entries: int = 1 << 30) -> "LogSegment":
-        """A new empty segment (its files are created, or emptied if they exist)."""
+               max_index_entries: int = DEFAULT_INDEX_BYTES // 8,
+               file_cache: SegmentFileCache | None = None) -> "LogSegment":
+        """A new empty active segment (its files are created, or emptied if they exist); its
+        indexes are preallocated."""
         seg = cls(directory, base_offset, index_interval_bytes=index_interval_bytes,
-                  max_index_entries=max_index_entries)
+                  max_index_entries=max_index_entries, file_cache=file_cache)
+        fd = seg._writer()
         if seg.size:
-            os.truncate(seg._fd, 0)
+            os.ftruncate(fd, 0)
             seg.size = 0
         seg.index.reset()
         seg.time_index.reset()
@@ -84,7 +112,8 @@ class LogSegment:
 
     @classmethod
     def open(cls, directory: Path, base_offset: int, *, index_interval_bytes: int = 4096,
-             max_index_entries: int = 1 << 30, recover: bool = False) -> "LogSegment":
+             max_index_entries: int = DEFAULT_INDEX_BYTES // 8, recover: bool = False,
+             file_cache: SegmentFileCache | None = None) -> "LogSegment":
         """Open an existing segment.
 
         With `recover`, scan and validate every batch (`recover()`). Otherwise trust the
@@ -93,7 +122,7 @@ class LogSegment:
         all the same. `recovered_bytes` tells what recovery cut (None: no recovery ran).
         """
         seg = cls(directory, base_offset, index_interval_bytes=index_interval_bytes,
-                  max_index_entries=max_index_entries)
+                  max_index_entries=max_index_entries, file_cache=file_cache)
         if recover:
             seg.recovered_bytes = seg.recover()
             return seg
@@ -145,7 +174,8 @@ class LogSegment:
         while limit - pos >= RECORD_BATCH_OVERHEAD:
             off = pos - chunk_start
             if off < 0 or off + RECORD_BATCH_OVERHEAD > len(chunk):
-                chunk = os.pread(self._fd, min(_SCAN_CHUNK, limit - pos), pos)
+                with self._file() as fd:  # not held across yields: the cache may evict it
+                    chunk = os.pread(fd, min(_HEADER_CHUNK, limit - pos), pos)
                 chunk_start, off = pos, 0
                 if len(chunk) < RECORD_BATCH_OVERHEAD:
                     return
@@ -164,7 +194,28 @@ class LogSegment:
         return None
 
     def read_bytes(self, position: int, length: int) -> bytes:
-        return os.pread(self._fd, length, position)
+        with self._file() as fd:
+            return os.pread(fd, length, position)
+
+    def _file(self) -> Borrowed | nullcontext[int]:
+        """`with self._file() as fd`: the `.log`, from the writer or the cache (reopened if evicted)."""
+        if self._write_fd >= 0:
+            return nullcontext(self._write_fd)
+        if self._closed:
+            raise OSError(errno.EBADF, f"segment {self.log_path} is closed")
+        return self._files.borrow(self, self.log_path)
+
+    def _writer(self) -> int:
+        """The `.log` open for appending; opening it makes this the active segment: the cached
+        descriptor is dropped and both indexes are preallocated."""
+        if self._write_fd < 0:
+            if self._closed:
+                raise OSError(errno.EBADF, f"segment {self.log_path} is closed")
+            self._write_fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            self._files.drop(self)
+            self.index.preallocate()
+            self.time_index.preallocate()
+        return self._write_fd
 
     # -- reading ---------------------------------------------------------------------
     def read(self, start_offset: int, max_bytes: int, max_offset: int | None = None, *,
@@ -213,9 +264,10 @@ class LogSegment:
         exactly as `recover()` replays it, so a rebuilt index equals the one written here.
         """
         start = self.size
+        fd = self._writer()
         view = memoryview(data)
         while view:
-            view = view[os.write(self._fd, view):]
+            view = view[os.write(fd, view):]
         for h in headers:
             self._track(start + h.position, h)
         self.size = start + len(data)
@@ -231,9 +283,22 @@ class LogSegment:
         self.next_offset = h.next_offset
 
     def seal(self) -> None:
-        """Record the final max timestamp in the time index (on roll and close, as Kafka)."""
+        """This segment stops being active (on roll and close; Kafka's onBecomeInactiveSegment).
+
+        Records the final max timestamp in the time index, trims both indexes to their entries
+        and releases the files; later reads go through the file cache. Appending again
+        reopens them. Does not fsync: `flush()` after it does.
+        """
         if self.offset_of_max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+        self._release_writer()
+
+    def _release_writer(self) -> None:
+        if self._write_fd >= 0:
+            fd, self._write_fd = self._write_fd, -1
+            os.close(fd)
 
     @property
     def index_is_full(self) -> bool:
@@ -247,7 +312,11 @@ class LogSegment:
         is 2, its CRC-32C matches and its offsets follow the previous batch's. Returns the
         number of bytes cut (a torn tail or garbage after a crash).
         """
-        file_size = os.fstat(self._fd).st_size
+        with self._file() as fd:
+            return self._recover(fd)
+
+    def _recover(self, fd: int) -> int:
+        file_size = os.fstat(fd).st_size
         self.index.reset()
         self.time_index.reset()
         self.size = 0
@@ -265,7 +334,7 @@ class LogSegment:
                 break
             off = pos - chunk_start
             if off + RECORD_BATCH_OVERHEAD > len(chunk):
-                chunk = os.pread(self._fd, min(_SCAN_CHUNK, file_size - pos), pos)
+                chunk = os.pread(fd, min(_SCAN_CHUNK, file_size - pos), pos)
                 chunk_start, off = pos, 0
             h = BatchHeader(*HEADER_STRUCT.unpack_from(chunk, off), pos)
             if h.magic != MAGIC_V2:
@@ -278,7 +347,7 @@ class LogSegment:
                 reason = f"base offset {h.base_offset} is below the expected {self.next_offset}"
                 break
             if off + h.size > len(chunk):
-                chunk = os.pread(self._fd, max(min(_SCAN_CHUNK, file_size - pos), h.size), pos)
+                chunk = os.pread(fd, max(min(_SCAN_CHUNK, file_size - pos), h.size), pos)
                 chunk_start, off = pos, 0
             mv = memoryview(chunk)
             if _crc32c.crc32c(mv[off + ATTRIBUTES_OFFSET:off + h.size]) != h.crc:
@@ -291,7 +360,7 @@ class LogSegment:
         if truncated:
             log.warning("truncating %d invalid bytes at position %d of %s (%s)",
                         truncated, self.size, self.log_path, reason)
-            os.truncate(self._fd, self.size)
+            os.ftruncate(fd, self.size)
         self.flushed_size = min(self.flushed_size, self.size)
         return truncated
 
@@ -306,7 +375,8 @@ class LogSegment:
             return 0
         position = h.position if h.base_offset >= offset else h.position + h.size
         removed = self.size - position
-        os.truncate(self._fd, position)
+        with self._file() as fd:
+            os.ftruncate(fd, position)
         self.index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         # Rebuild the in-memory bookkeeping from the log (cheap relative to a truncation).
@@ -315,17 +385,19 @@ class LogSegment:
 
     def flush(self) -> None:
         """fsync the log, then both indexes."""
-        os.fsync(self._fd)
+        with self._file() as fd:
+            os.fsync(fd)
         self.flushed_size = self.size
         self.index.flush()
         self.time_index.flush()
 
     def close(self) -> None:
+        """Trim the indexes, close every file and forget the cached one; nothing reopens them."""
         self.index.close()
         self.time_index.close()
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._release_writer()
+        self._files.drop(self)
+        self._closed = True
 
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"

@@ -17,9 +17,10 @@ def test_offset_index_lookup_and_file_format(tmp_path):
     assert idx.lookup(110) == (110, 4000)
     assert idx.lookup(169) == (130, 9000)
     assert idx.lookup(10**9) == (170, 15000)
+    assert idx.path.stat().st_size == idx.preallocated_bytes == (10 * 1024 * 1024 // 8) * 8
+    idx.close()  # trimmed to its entries
     data = idx.path.read_bytes()
     assert list(struct.iter_unpack(">ii", data)) == [(10, 4000), (30, 9000), (70, 15000)]
-    idx.close()
     again = OffsetIndex(idx.path, 100)
     again.load()
     assert again.entries() == [(110, 4000), (130, 9000), (170, 15000)]
@@ -33,9 +34,14 @@ def test_offset_index_truncate(tmp_path):
         idx.append(i * 10, i * 100)
     idx.truncate_to(30)
     assert idx.entries() == [(10, 100), (20, 200)]
+    data = idx.path.read_bytes()  # still preallocated, zeros after the entries
+    assert len(data) == idx.preallocated_bytes and data[16:].count(0) == len(data) - 16
+    idx.trim_to_valid_size()
     assert idx.path.stat().st_size == 16
     idx.reset()
-    assert len(idx) == 0 and idx.path.stat().st_size == 0
+    assert len(idx) == 0 and not any(idx.path.read_bytes())
+    idx.close()
+    assert idx.path.stat().st_size == 0
 
 
 def test_offset_index_sanity_checks(tmp_path):
@@ -66,9 +72,11 @@ def test_time_index_appends_only_growing_timestamps(tmp_path):
     assert ti.lookup(1000) == (-1, 10)     # nothing strictly older than 1000 is indexed
     assert ti.lookup(1001) == (1000, 12)
     assert ti.lookup(2500) == (2000, 20)
+    ti.trim_to_valid_size()
     assert list(struct.iter_unpack(">qi", ti.path.read_bytes())) == [(1000, 2), (2000, 10), (3000, 10)]
     ti.truncate_to(20)
     assert ti.entries() == [(1000, 12)]
+    assert ti.path.stat().st_size == ti.preallocated_bytes == (10 * 1024 * 1024 // 12) * 12
     ti.close()
     again = TimeIndex(ti.path, 10)
     again.load()

@@ -153,8 +153,8 @@ def test_reopen_after_close_keeps_everything(tmp_path):
     log = PartitionLog.open(path, SMALL)
     fill(log, 25)
     before = records_of(log)
-    index_bytes = {s.index.path.name: s.index.path.read_bytes() for s in log.segments}
     log.close()
+    index_bytes = {s.index.path.name: s.index.path.read_bytes() for s in log.segments}
     assert (path / CLEAN_SHUTDOWN_FILE).exists()
     log = PartitionLog.open(path, SMALL)
     assert not (path / CLEAN_SHUTDOWN_FILE).exists()
