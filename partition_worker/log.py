@@ -93,7 +93,6 @@ class PartitionLog:
         self.config = config
         self._segments: tuple[LogSegment, ...] = tuple(segments)
         self._bases: tuple[int, ...] = tuple(s.base_offset for s in segments)
-        self._unflushed_messages = 0
         self._recovery_point = self.log_end_offset  # `open` sets the real value
         self._last_flush_ms = 0
         self._closed = False
@@ -138,12 +137,17 @@ class PartitionLog:
             scan = i >= first_scanned
             seg = LogSegment.open(directory, base, recover=scan, **kwargs)
             segments.append(seg)
+            if not scan and seg.recovered_bytes is not None:
+                seg.flush()  # a rebuilt index of a trusted segment: make it durable like the rest
             if seg.recovered_bytes:
                 logger.warning("recovery truncated %d bytes of segment %d; log end of segment is %d",
                                seg.recovered_bytes, base, seg.next_offset)
             seg.flushed_size = seg.size if clean else _durable_bytes(seg, checkpoint)
-            if scan and seg.recovered_bytes and i + 1 < len(bases):
-                # A bad batch ends the log: the segments after it go too (Kafka's recoverLog).
+            # A bad batch ends the log: the segments after it go too (Kafka's recoverLog). So does a
+            # scanned segment that ends short of the next one's base: a power cut took its tail
+            # (compacted logs have such gaps legitimately, so not for them).
+            lost_tail = i + 1 < len(bases) and seg.next_offset < bases[i + 1] and not config.compact
+            if scan and i + 1 < len(bases) and (seg.recovered_bytes or lost_tail):
                 for later in bases[i + 1:]:
                     logger.warning("deleting segment %d after the corruption found in segment %d", later, base)
                     _delete_segment_files(directory, later)
@@ -286,8 +290,7 @@ class PartitionLog:
             if h.has_producer_id and not h.is_control:
                 state.update(h, h.base_offset)
         record_count = sum(h.records_count for h in headers)
-        self._unflushed_messages += record_count
-        if self._unflushed_messages >= self.config.flush_messages:
+        if self.log_end_offset - self._recovery_point >= self.config.flush_messages:  # Kafka's unflushedMessages
             self.flush()
         return AppendInfo(base_offset=base_offset, last_offset=next_offset - 1,
                           max_timestamp=max(h.max_timestamp for h in headers), batch_count=len(headers),
@@ -405,8 +408,10 @@ class PartitionLog:
         """fsync everything up to the log end and move the recovery point there.
 
         Segments from the one holding the recovery point on are fsynced (after an unclean open
-        that may be more than the active one; later only the active one is dirty). `now_ms`
-        (default: the wall clock) restarts the `flush.ms` clock when anything was unflushed.
+        that may be more than the active one; later only the active one is dirty). With `now_ms`
+        it also restarts the `flush.ms` clock when anything was unflushed. Flushes that are not
+        told the time (by `flush.messages` in `append`, at a roll, or without `now_ms`) leave
+        that clock alone, so `maybe_flush` may flush sooner than Kafka would, never later.
         """
         self._check_open()
         self._flush_upto(self.log_end_offset, now_ms)
@@ -437,9 +442,8 @@ class PartitionLog:
             seg.flush()
         if offset > self._recovery_point:
             self._recovery_point = offset
-            self._last_flush_ms = _now_ms() if now_ms is None else now_ms
-        if offset >= self.log_end_offset:
-            self._unflushed_messages = 0
+            if now_ms is not None:
+                self._last_flush_ms = now_ms
 
     def close(self) -> None:
         """Clean shutdown: seal and flush the active segment, close files, write the marker.
@@ -478,14 +482,17 @@ def _now_ms() -> int:
 
 
 def _durable_bytes(seg: LogSegment, recovery_point: int) -> int:
-    """Bytes of a just-recovered segment that the recovery point says were fsynced: its
-    batches below `recovery_point`."""
+    """Bytes of a just-opened segment that the recovery point says were fsynced: its batches
+    that start below `recovery_point` (a batch is written and fsynced whole, so one holding
+    the recovery point was fsynced to its end)."""
     if recovery_point >= seg.next_offset:
         return seg.size
     if recovery_point <= seg.base_offset:
         return 0
     h = seg.batch_at(recovery_point)
-    return seg.size if h is None else h.position
+    if h is None:
+        return seg.size
+    return h.position + h.size if h.base_offset < recovery_point else h.position
 
 
 def _delete_segment_files(directory: Path, base_offset: int) -> None:
