@@ -255,3 +255,26 @@ def test_read_never_skips_the_rest_of_a_segment_when_the_budget_runs_short(tmp_p
     result = log.read(0, 250)  # the first batch fits, the second does not, the next segment's would
     bases = [h.base_offset for r in result.regions for h in iter_batches(log.read_bytes(r))]
     assert bases == [0] and result.next_offset == 1
+
+
+@pytest.mark.parametrize("policy", ["delete", "compact"])
+def test_scanned_segment_ending_short_of_the_next_base_ends_the_log_unless_compacted(tmp_path, policy):
+    """A power cut may take a segment's unflushed tail at a batch boundary, leaving a later
+    segment after a hole: for a delete-policy log that ends the log (the hole was never
+    durable). A compacted log has such holes by design, so its segments are kept."""
+    path = tmp_path / "t-0"
+    config = LogConfig(segment_bytes=1024, index_interval_bytes=128, cleanup_policy=(policy,))
+    log = _log_with_segments(path, config, 4)
+    segs = log.segments
+    last = list(segs[1].iter_headers())[-1]
+    crash(log)
+    os.truncate(segs[1].log_path, last.position)
+    log = PartitionLog.open(path, config, recovery_point=segs[1].base_offset)
+    if policy == "delete":
+        assert log.log_end_offset == last.base_offset and len(log.segments) == 2
+        assert not segs[2].log_path.exists()
+        whole_batches(log)
+    else:
+        assert [s.base_offset for s in log.segments] == [s.base_offset for s in segs]
+        assert log.segments[1].next_offset == last.base_offset < segs[2].base_offset
+    log.close()
