@@ -5,9 +5,20 @@ Recovery follows Kafka's UnifiedLog/LogLoader, simplified:
 - the clean-shutdown marker `.kafka_cleanshutdown` lives *inside the partition directory*
   (Kafka keeps one per log dir); `close()` writes it and `open()` removes it;
 - with the marker, segments are trusted and only their indexes are loaded and sanity-checked;
-- without it, the last (active) segment is scanned batch by batch and truncated at the first
-  invalid batch. Older segments were fsynced when they rolled, so they are only scanned when
-  their index is missing or fails its sanity check (there is no recovery-point checkpoint yet).
+- without it, every segment holding offsets at or after the recovery point (the offset below
+  which everything was fsynced, from the log dir's `recovery-point-offset-checkpoint`) is scanned
+  batch by batch; the first invalid batch is cut off with everything after it, later segments
+  included (Kafka's `LogLoader.recoverLog`). Segments below the recovery point are trusted and
+  only rebuilt when their index is missing or fails its sanity check. With no checkpoint known
+  (`recovery_point=None`) the recovery point is 0 and every segment is scanned, as Kafka does:
+  correct for any log, at the cost of reading it all once after an unclean stop.
+
+Flush policy (Kafka's `flush.messages` / `flush.ms`): an append that leaves `flush.messages`
+or more unflushed records flushes at once; `maybe_flush(now_ms)`, which the replica calls every
+`log.flush.scheduler.interval.ms` (Kafka's `LogManager.flushDirtyLogs`), flushes when there is
+unflushed data and `flush.ms` has passed since the last flush. A rolled segment is fsynced at
+the roll. `recovery_point` moves up on every flush; after an unclean open it stays where the
+checkpoint said (capped at the log end), as Kafka: only a flush makes data durable.
 
 Idempotent producers (KIP-98): the log owns a `ProducerStateManager`. Every client batch is
 checked against it before it is written (duplicates are answered with their first offsets and
@@ -32,7 +43,9 @@ from rafka.partition_worker.producer_state import ProducerStateManager, list_sna
 from rafka.partition_worker.record_batch import (
     BatchHeader, TimestampType, assign_offsets, decode_records, parse_header, validate_batches,
 )
-from rafka.partition_worker.segment import LOG_SUFFIX, FileRegion, LogSegment
+from rafka.partition_worker.segment import (
+    INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, FileRegion, LogSegment, segment_name,
+)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 _INT32_MAX = 0x7FFFFFFF
@@ -80,7 +93,8 @@ class PartitionLog:
         self.config = config
         self._segments: tuple[LogSegment, ...] = tuple(segments)
         self._bases: tuple[int, ...] = tuple(s.base_offset for s in segments)
-        self._unflushed_messages = 0
+        self._recovery_point = self.log_end_offset  # `open` sets the real value
+        self._last_flush_ms = 0
         self._closed = False
         self._logger = Prefixed(logging.getLogger(__name__),
                                 f"[PartitionLog partition={directory.name}, dir={directory.parent}]")
@@ -88,15 +102,20 @@ class PartitionLog:
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
-    def open(cls, directory: Path, config: LogConfig, *, now_ms: int | None = None) -> "PartitionLog":
+    def open(cls, directory: Path, config: LogConfig, *, now_ms: int | None = None,
+             recovery_point: int | None = None) -> "PartitionLog":
         """Open (creating if needed) the log in `directory`, recovering it after an unclean stop.
 
-        `now_ms` is accepted for time-based rolling and retention, which come later.
+        `recovery_point` is the checkpointed offset below which everything was fsynced (None:
+        unknown, so 0). After an unclean stop the segments from the one holding it onwards are
+        scanned; see the module docstring. `now_ms` starts the `flush.ms` clock and expires
+        producers.
         """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         logger = Prefixed(logging.getLogger(__name__),
                           f"[PartitionLog partition={directory.name}, dir={directory.parent}]")
+        now = now_ms if now_ms is not None else _now_ms()
         marker = directory / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
         bases = sorted(int(p.name[:-len(LOG_SUFFIX)]) for p in directory.iterdir()
@@ -108,27 +127,46 @@ class PartitionLog:
                 p.unlink()
         kwargs = dict(index_interval_bytes=config.index_interval_bytes,
                       max_index_entries=max(1, config.segment_index_bytes // 8))
+        checkpoint = 0 if recovery_point is None else max(0, recovery_point)
+        # The first segment to scan holds the recovery point (Kafka's segments.values(recoveryPoint, ...)).
+        first_scanned = len(bases) if clean else max(0, bisect_right(bases, checkpoint) - 1)
         segments: list[LogSegment] = []
         if not bases:
             segments.append(LogSegment.create(directory, 0, **kwargs))
         for i, base in enumerate(bases):
-            last = i == len(bases) - 1
-            seg = LogSegment.open(directory, base, recover=last and not clean, **kwargs)
-            if seg.recovered_bytes is not None:
-                if seg.recovered_bytes:
-                    logger.warning("recovery truncated %d bytes of segment %d; log end of segment is %d",
-                                   seg.recovered_bytes, base, seg.next_offset)
-                if not last:
-                    seg.seal()
+            scan = i >= first_scanned
+            seg = LogSegment.open(directory, base, recover=scan, **kwargs)
             segments.append(seg)
+            if not scan and seg.recovered_bytes is not None:
+                seg.flush()  # a rebuilt index of a trusted segment: make it durable like the rest
+            if seg.recovered_bytes:
+                logger.warning("recovery truncated %d bytes of segment %d; log end of segment is %d",
+                               seg.recovered_bytes, base, seg.next_offset)
+            seg.flushed_size = seg.size if clean else _durable_bytes(seg, checkpoint)
+            # A bad batch ends the log: the segments after it go too (Kafka's recoverLog). So does a
+            # scanned segment that ends short of the next one's base: a power cut took its tail
+            # (compacted logs have such gaps legitimately, so not for them).
+            lost_tail = i + 1 < len(bases) and seg.next_offset < bases[i + 1] and not config.compact
+            if scan and i + 1 < len(bases) and (seg.recovered_bytes or lost_tail):
+                for later in bases[i + 1:]:
+                    logger.warning("deleting segment %d after the corruption found in segment %d", later, base)
+                    _delete_segment_files(directory, later)
+                _fsync_dir(directory)
+                break
+        for seg in segments[:-1]:
+            if seg.recovered_bytes is not None:
+                seg.seal()
         log = cls(directory, config, segments)
-        log._load_producer_state(now_ms if now_ms is not None else _now_ms())
+        log._recovery_point = log.log_end_offset if clean else min(checkpoint, log.log_end_offset)
+        log._last_flush_ms = now
+        log._load_producer_state(now)
         if clean:
             marker.unlink()
             _fsync_dir(directory)
-        logger.info("loaded %d segments (%s shutdown): log start %d, log end %d, %d active producers",
-                    len(segments), "clean" if clean else "unclean", log.log_start_offset, log.log_end_offset,
-                    len(log.producer_state.producers))
+        logger.info("loaded %d segments (%s shutdown, %d scanned): log start %d, log end %d, recovery point %d, "
+                    "%d active producers", len(segments), "clean" if clean else "unclean",
+                    max(0, len(segments) - first_scanned), log.log_start_offset, log.log_end_offset,
+                    log.recovery_point, len(log.producer_state.producers))
         return log
 
     def _load_producer_state(self, now_ms: int) -> None:
@@ -190,21 +228,24 @@ class PartitionLog:
 
     @property
     def recovery_point(self) -> int:
-        """Every batch below this offset has been fsynced (segments are fsynced when they roll)."""
-        active = self._segments[-1]
-        if active.flushed_size >= active.size:
-            return active.next_offset
-        last = active.base_offset
-        for h in active.iter_headers(0, active.flushed_size):
-            last = h.next_offset
-        return last
+        """Every batch below this offset has been fsynced (Kafka's recoveryPoint).
+
+        Moves up on each flush (and at a roll, which fsyncs the rolled segment); after an
+        unclean open it is the checkpoint passed to `open`, capped at the log end.
+        """
+        return self._recovery_point
 
     def flushed_bytes(self) -> dict[str, int]:
-        """Bytes of each segment's `.log` known to be fsynced, by path.
+        """Bytes of each segment file (`.log`, `.index`, `.timeindex`) known to be fsynced, by path.
 
-        A crash test may cut each file to this length to simulate losing the page cache.
+        A crash test may cut each file to this length to simulate losing the page cache. After
+        an unclean open a scanned segment counts as fsynced only below the recovery point.
         """
-        return {str(s.log_path): s.flushed_size for s in self._segments}
+        out: dict[str, int] = {}
+        for s in self._segments:
+            out[str(s.log_path)] = s.flushed_size
+            out[str(s.index.path)], out[str(s.time_index.path)] = s.flushed_index_bytes
+        return out
 
     # -- appending ---------------------------------------------------------------------------
     def append(self, records: bytes | bytearray | memoryview, *, leader_epoch: int, max_batch_bytes: int,
@@ -249,8 +290,7 @@ class PartitionLog:
             if h.has_producer_id and not h.is_control:
                 state.update(h, h.base_offset)
         record_count = sum(h.records_count for h in headers)
-        self._unflushed_messages += record_count
-        if self._unflushed_messages >= self.config.flush_messages:
+        if self.log_end_offset - self._recovery_point >= self.config.flush_messages:  # Kafka's unflushedMessages
             self.flush()
         return AppendInfo(base_offset=base_offset, last_offset=next_offset - 1,
                           max_timestamp=max(h.max_timestamp for h in headers), batch_count=len(headers),
@@ -271,7 +311,7 @@ class PartitionLog:
             return active
         new_base = active.next_offset
         active.seal()
-        active.flush()  # Kafka flushes a rolled segment (asynchronously); here at roll time
+        self._flush_upto(new_base)  # Kafka flushes a rolled segment (asynchronously); here at roll time
         self.producer_state.write_snapshot(self.directory, new_base)
         segment = LogSegment.create(self.directory, new_base, index_interval_bytes=self.config.index_interval_bytes,
                                     max_index_entries=max(1, self.config.segment_index_bytes // 8))
@@ -310,8 +350,8 @@ class PartitionLog:
                 regions.extend(got)
                 next_offset = seg_next
                 budget -= size
-                if budget <= 0:
-                    break
+                if budget <= 0 or next_offset < seg.next_offset:
+                    break  # the budget or max_offset stopped inside this segment: never skip its rest
             elif regions or seg.next_offset > next_offset:
                 # Nothing fits the budget here, or this segment has the data but it is past max_offset.
                 break
@@ -364,11 +404,46 @@ class PartitionLog:
         return h.last_offset, h.max_timestamp
 
     # -- durability and lifecycle ------------------------------------------------------------
-    def flush(self) -> None:
-        """fsync the active segment's log and index files (older ones were fsynced on roll)."""
+    def flush(self, now_ms: int | None = None) -> None:
+        """fsync everything up to the log end and move the recovery point there.
+
+        Segments from the one holding the recovery point on are fsynced (after an unclean open
+        that may be more than the active one; later only the active one is dirty). With `now_ms`
+        it also restarts the `flush.ms` clock when anything was unflushed. Flushes that are not
+        told the time (by `flush.messages` in `append`, at a roll, or without `now_ms`) leave
+        that clock alone, so `maybe_flush` may flush sooner than Kafka would, never later.
+        """
         self._check_open()
-        self._segments[-1].flush()
-        self._unflushed_messages = 0
+        self._flush_upto(self.log_end_offset, now_ms)
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        """Flush when there is unflushed data and `flush.ms` has passed since the last flush.
+
+        Kafka's `LogManager.flushDirtyLogs`, run every `log.flush.scheduler.interval.ms`.
+        Returns whether it flushed.
+        """
+        if self._closed or self.log_end_offset <= self._recovery_point:
+            return False
+        if now_ms - self._last_flush_ms < self.config.flush_ms:
+            return False
+        self._logger.debug("flushing: %d ms since the last flush, recovery point %d, log end %d",
+                           now_ms - self._last_flush_ms, self._recovery_point, self.log_end_offset)
+        self.flush(now_ms)
+        return True
+
+    def _flush_upto(self, offset: int, now_ms: int | None = None) -> None:
+        """fsync the segments holding offsets in [recovery point, `offset`); the recovery point
+        becomes `offset` if that is higher (Kafka's `UnifiedLog.flush` / `LocalLog.markFlushed`)."""
+        segments = self._segments
+        first = max(0, bisect_right(self._bases, min(self._recovery_point, offset)) - 1)
+        for seg in segments[first:]:
+            if seg.base_offset >= offset and seg is not segments[first]:
+                break
+            seg.flush()
+        if offset > self._recovery_point:
+            self._recovery_point = offset
+            if now_ms is not None:
+                self._last_flush_ms = now_ms
 
     def close(self) -> None:
         """Clean shutdown: seal and flush the active segment, close files, write the marker.
@@ -404,6 +479,27 @@ class PartitionLog:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _durable_bytes(seg: LogSegment, recovery_point: int) -> int:
+    """Bytes of a just-opened segment that the recovery point says were fsynced: its batches
+    that start below `recovery_point` (a batch is written and fsynced whole, so one holding
+    the recovery point was fsynced to its end)."""
+    if recovery_point >= seg.next_offset:
+        return seg.size
+    if recovery_point <= seg.base_offset:
+        return 0
+    h = seg.batch_at(recovery_point)
+    if h is None:
+        return seg.size
+    return h.position + h.size if h.base_offset < recovery_point else h.position
+
+
+def _delete_segment_files(directory: Path, base_offset: int) -> None:
+    """Remove one segment's `.log`, `.index` and `.timeindex` (any may be missing)."""
+    stem = segment_name(base_offset)
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+        (directory / (stem + suffix)).unlink(missing_ok=True)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -18,7 +18,7 @@ import time
 import uuid
 from pathlib import Path
 
-from rafka.common.config import LogConfig
+from rafka.common.config import LONG_MAX, LogConfig
 from rafka.common.frames import FramedProtocol
 from rafka.common.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from rafka.common.logging_util import Prefixed
@@ -62,6 +62,7 @@ class PartitionReplica:
         self._state = ReplicaState(broker_id=broker_id)
         self._appended = asyncio.Event()
         self._expiry_task: asyncio.Task | None = None
+        self._flush_task: asyncio.Task | None = None
         self._logger.info("opened log in %.3f s: log start %d, log end %d",
                           time.monotonic() - started, self._log.log_start_offset, self._log.log_end_offset)
 
@@ -92,6 +93,8 @@ class PartitionReplica:
             self._data_server = await loop.create_unix_server(self._new_data_connection, path=self._socket_path)
         if self._expiry_task is None:
             self._expiry_task = asyncio.ensure_future(self._expire_producers_periodically())
+        if self._flush_task is None and self._config.flush_scheduler_interval_ms < LONG_MAX:
+            self._flush_task = asyncio.ensure_future(self._flush_periodically())
         return {"pid": os.getpid(), "socket": self._socket_path}
 
     async def _expire_producers_periodically(self) -> None:
@@ -102,6 +105,18 @@ class PartitionReplica:
             expired = self._log.remove_expired_producers()
             if expired:
                 self._logger.info("expired %d producer ids: %s", len(expired), expired[:20])
+
+    async def _flush_periodically(self) -> None:
+        """Every `log.flush.scheduler.interval.ms`, flush if `flush.ms` has passed since the last
+        flush (Kafka's LogManager.flushDirtyLogs). With the default interval (Long.MAX) this task
+        is never started, so, as in Kafka, `flush.ms` alone flushes nothing."""
+        interval = self._config.flush_scheduler_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self._log.maybe_flush(int(time.time() * 1000))
+            except OSError:
+                self._logger.exception("scheduled flush failed; retrying at the next check")
 
     def become(self, order: LeaderAndIsr) -> ErrorCode:
         """Take the role the controller decided (idempotent: a repeat changes nothing)."""
@@ -142,6 +157,9 @@ class PartitionReplica:
         if self._expiry_task is not None:
             self._expiry_task.cancel()
             self._expiry_task = None
+        if self._flush_task is not None:
+            self._flush_task.cancel()
+            self._flush_task = None
         if self._data_server is not None:
             self._data_server.close()
             self._data_server = None

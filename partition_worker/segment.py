@@ -90,6 +90,7 @@ class LogSegment:
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
         self.flushed_size = 0
+        self.flushed_index_bytes = (0, 0)  # fsynced lengths of the .index and .timeindex
         self.recovered_bytes: int | None = None
         self._bytes_since_last_index_entry = 0
 
@@ -159,6 +160,7 @@ class LogSegment:
         self.time_index.sanity_check(self.next_offset)
         self._bytes_since_last_index_entry = self.size - start
         self.flushed_size = self.size
+        self.flushed_index_bytes = self._index_bytes()
 
     # -- scanning --------------------------------------------------------------------
     def iter_headers(self, start: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
@@ -362,6 +364,7 @@ class LogSegment:
                         truncated, self.size, self.log_path, reason)
             os.ftruncate(fd, self.size)
         self.flushed_size = min(self.flushed_size, self.size)
+        self.flushed_index_bytes = (0, 0)  # both indexes were rewritten
         return truncated
 
     # -- truncation, durability, lifecycle --------------------------------------------
@@ -390,6 +393,10 @@ class LogSegment:
         self.flushed_size = self.size
         self.index.flush()
         self.time_index.flush()
+        self.flushed_index_bytes = self._index_bytes()
+
+    def _index_bytes(self) -> tuple[int, int]:
+        return len(self.index) * self.index.ENTRY_SIZE, len(self.time_index) * self.time_index.ENTRY_SIZE
 
     def close(self) -> None:
         """Trim the indexes, close every file and forget the cached one; nothing reopens them."""
