@@ -153,9 +153,8 @@ class PartitionLog:
                     _delete_segment_files(directory, later)
                 _fsync_dir(directory)
                 break
-        for seg in segments[:-1]:
-            if seg.recovered_bytes is not None:
-                seg.seal()
+            if i + 1 < len(bases) and seg.recovered_bytes is not None:
+                seg.seal()  # not the active one: release its files now, or a long scan runs out of them
         log = cls(directory, config, segments)
         log._recovery_point = log.log_end_offset if clean else min(checkpoint, log.log_end_offset)
         log._last_flush_ms = now

@@ -57,7 +57,8 @@ class PartitionReplica:
         started = time.monotonic()
         directory = partition_dir(log_dir, tp)
         self._check_topic_id(directory, topic_id)
-        self._log = PartitionLog.open(directory, config)
+        self._log = PartitionLog.open(directory, config,
+                                      recovery_point=checkpoint.recovery_point if checkpoint else None)
         self._leader_epochs = LeaderEpochCache(directory)
         self._state = ReplicaState(broker_id=broker_id)
         self._appended = asyncio.Event()
