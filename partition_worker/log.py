@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import time
 from bisect import bisect_right
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ from typing import Iterator
 from rafka.common.config import LogConfig
 from rafka.common.errors import InvalidRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
 from rafka.common.logging_util import Prefixed
+from rafka.partition_worker import timestamps
 from rafka.partition_worker.producer_state import ProducerStateManager, list_snapshots
 from rafka.partition_worker.record_batch import (
     BatchHeader, TimestampType, assign_offsets, decode_records, parse_header, validate_batches,
@@ -95,6 +97,9 @@ class PartitionLog:
         self._bases: tuple[int, ...] = tuple(s.base_offset for s in segments)
         self._recovery_point = self.log_end_offset  # `open` sets the real value
         self._last_flush_ms = 0
+        self._random = random.Random()
+        self._roll_jitter_ms = self._draw_roll_jitter()
+        self._rolling_timestamps: dict[int, tuple[int, int]] = {}
         self._closed = False
         self._logger = Prefixed(logging.getLogger(__name__),
                                 f"[PartitionLog partition={directory.name}, dir={directory.parent}]")
@@ -248,15 +253,19 @@ class PartitionLog:
 
     # -- appending ---------------------------------------------------------------------------
     def append(self, records: bytes | bytearray | memoryview, *, leader_epoch: int, max_batch_bytes: int,
-               from_client: bool = True) -> AppendInfo:
+               from_client: bool = True, now_ms: int | None = None) -> AppendInfo:
         """Validate, assign offsets to and write one produce request's batches.
 
         A writable buffer (bytearray, writable memoryview) is modified in place: its baseOffset
-        and partitionLeaderEpoch fields are rewritten; read-only input is copied once. Refusals
-        raise before anything is written (see `validate_batches`); an append larger than
-        `segment.bytes` raises RecordBatchTooLargeError (RECORD_LIST_TOO_LARGE), as Kafka.
+        and partitionLeaderEpoch fields are rewritten, and under LogAppendTime its timestamp
+        type, maxTimestamp and CRC (see timestamps.py); read-only input is copied once. Refusals
+        raise before anything is written (see `validate_batches`; INVALID_TIMESTAMP for CreateTime
+        out of the configured bounds); an append larger than `segment.bytes` raises
+        RecordBatchTooLargeError (RECORD_LIST_TOO_LARGE), as Kafka. `now_ms` (default: the wall
+        clock) is the append time: LogAppendTime, timestamp bounds and time-based rolling.
         """
         self._check_open()
+        now = _now_ms() if now_ms is None else now_ms
         mv = memoryview(records)
         if mv.readonly:
             mv = memoryview(bytearray(mv))
@@ -265,6 +274,9 @@ class PartitionLog:
             raise InvalidRecordError(
                 "Produce requests with version 3+ are only allowed to contain exactly one record batch")
         state = self.producer_state
+        if from_client and timestamps.checks_create_time(self.config):
+            for h in headers:
+                timestamps.check_create_times(mv, h, self.config, now)
         if from_client:
             check = state.check_append(headers[0])  # raises on a sequence gap or a stale epoch
             if check.is_duplicate:
@@ -281,7 +293,12 @@ class PartitionLog:
                 f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
         base_offset = self.log_end_offset
         next_offset = base_offset + sum(h.last_offset_delta + 1 for h in headers)
-        active = self._maybe_roll(total, next_offset - 1)
+        active = self._maybe_roll(total, next_offset - 1, now, max(h.max_timestamp for h in headers))
+        append_time = -1
+        if from_client and self.config.log_append_time:
+            append_time = now
+            for h in headers:
+                timestamps.set_log_append_time(mv, h, now)
         assign_offsets(mv, base_offset, leader_epoch)
         written = [parse_header(mv, h.position) for h in headers]
         active.append(mv, written)
@@ -292,21 +309,26 @@ class PartitionLog:
         if self.log_end_offset - self._recovery_point >= self.config.flush_messages:  # Kafka's unflushedMessages
             self.flush()
         return AppendInfo(base_offset=base_offset, last_offset=next_offset - 1,
-                          max_timestamp=max(h.max_timestamp for h in headers), batch_count=len(headers),
-                          record_count=record_count, log_append_time_ms=-1,
+                          max_timestamp=max(h.max_timestamp for h in written), batch_count=len(headers),
+                          record_count=record_count, log_append_time_ms=append_time,
                           log_start_offset=self.log_start_offset)
 
-    def _maybe_roll(self, size: int, last_offset: int) -> LogSegment:
+    def _maybe_roll(self, size: int, last_offset: int, now_ms: int, max_timestamp: int) -> LogSegment:
         """The segment to append to, rolling first when the append would not fit the active one.
 
-        Rolls on segment.bytes, on a full index, or when a relative offset would overflow
-        int32; never rolls an empty segment.
+        Rolls on segment.bytes, on a full index, when a relative offset would overflow int32,
+        or by time (Kafka's LogSegment.shouldRoll): when the incoming max timestamp minus the
+        segment's first batch's max timestamp (or, without timestamps, `now_ms` minus when the
+        log first saw the segment) exceeds segment.ms less this segment's jitter; never rolls an
+        empty segment.
         """
         active = self._segments[-1]
         if active.size == 0:
             return active
         if (active.size + size <= self.config.segment_bytes and not active.index_is_full
-                and last_offset - active.base_offset <= _INT32_MAX):
+                and last_offset - active.base_offset <= _INT32_MAX
+                and self._time_waited_for_roll(active, now_ms, max_timestamp)
+                <= self.config.segment_ms - self._roll_jitter_ms):
             return active
         new_base = active.next_offset
         active.seal()
@@ -317,8 +339,27 @@ class PartitionLog:
         _fsync_dir(self.directory)
         self._segments = self._segments + (segment,)
         self._bases = self._bases + (new_base,)
+        self._roll_jitter_ms = self._draw_roll_jitter()
         self._logger.info("rolled new log segment at offset %d (previous segment %d bytes)", new_base, active.size)
         return segment
+
+    def _draw_roll_jitter(self) -> int:
+        """This segment's random share of segment.jitter.ms (Kafka's randomSegmentJitter)."""
+        jitter = self.config.segment_jitter_ms
+        return self._random.randrange(min(jitter, self.config.segment_ms)) if jitter > 0 else 0
+
+    def _time_waited_for_roll(self, segment: LogSegment, now_ms: int, max_timestamp: int) -> int:
+        """Kafka's timeWaitedForRoll: message time since the segment's first batch, else wall time
+        since the log first saw the segment. The first batch's timestamp is read once and cached."""
+        known = self._rolling_timestamps.get(segment.base_offset)
+        if known is None:
+            first = next(segment.iter_headers(0), None)
+            known = (first.max_timestamp, now_ms) if first is not None else (-1, now_ms)
+            self._rolling_timestamps = {segment.base_offset: known}
+        first_timestamp, seen_ms = known
+        if first_timestamp >= 0 and max_timestamp >= 0:
+            return max_timestamp - first_timestamp
+        return now_ms - seen_ms
 
     # -- reading -------------------------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None, *,

@@ -231,7 +231,8 @@ class PartitionReplica:
                 results.append(ProduceResult(e.code, error_message=str(e)))
                 continue
             results.append(ProduceResult(ErrorCode.NONE, base_offset=info.base_offset,
-                                         log_append_time_ms=-1, log_start_offset=self._log.log_start_offset))
+                                         log_append_time_ms=info.log_append_time_ms,
+                                         log_start_offset=self._log.log_start_offset))
         self._state.advance_high_watermark(self._log.log_end_offset)
         self._wake_fetchers()
         return results

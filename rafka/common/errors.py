@@ -206,3 +206,9 @@ class StartupError(Exception):
 
     Not a Kafka error code: the CLI prints the message and exits 1.
     """
+
+
+class InvalidTimestampError(KafkaError):
+    """A CreateTime timestamp outside message.timestamp.before/after.max.ms (INVALID_TIMESTAMP)."""
+
+    code = ErrorCode.INVALID_TIMESTAMP
