@@ -50,14 +50,14 @@ class LogSegment:
     """
 
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int = 4096,
-                 max_index_entries: int = 1 << 30) -> None:
+                 max_index_entries: int = 1 << 30, file_suffix: str = "") -> None:
         self.directory = Path(directory)
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         stem = segment_name(base_offset)
-        self.log_path = self.directory / (stem + LOG_SUFFIX)
-        self.index = OffsetIndex(self.directory / (stem + INDEX_SUFFIX), base_offset, max_index_entries)
-        self.time_index = TimeIndex(self.directory / (stem + TIME_INDEX_SUFFIX), base_offset,
+        self.log_path = self.directory / (stem + LOG_SUFFIX + file_suffix)
+        self.index = OffsetIndex(self.directory / (stem + INDEX_SUFFIX + file_suffix), base_offset, max_index_entries)
+        self.time_index = TimeIndex(self.directory / (stem + TIME_INDEX_SUFFIX + file_suffix), base_offset,
                                     max(1, max_index_entries * 8 // 12))
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
         self.size = os.fstat(self._fd).st_size
@@ -71,10 +71,13 @@ class LogSegment:
     # -- opening ---------------------------------------------------------------------
     @classmethod
     def create(cls, directory: Path, base_offset: int, *, index_interval_bytes: int = 4096,
-               max_index_entries: int = 1 << 30) -> "LogSegment":
-        """A new empty segment (its files are created, or emptied if they exist)."""
+               max_index_entries: int = 1 << 30, file_suffix: str = "") -> "LogSegment":
+        """A new empty segment (its files are created, or emptied if they exist).
+
+        `file_suffix` is appended to every file name: the log cleaner writes `.cleaned` segments.
+        """
         seg = cls(directory, base_offset, index_interval_bytes=index_interval_bytes,
-                  max_index_entries=max_index_entries)
+                  max_index_entries=max_index_entries, file_suffix=file_suffix)
         if seg.size:
             os.truncate(seg._fd, 0)
             seg.size = 0
@@ -234,6 +237,28 @@ class LogSegment:
         """Record the final max timestamp in the time index (on roll and close, as Kafka)."""
         if self.offset_of_max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename the log, then the offset index, then the time index from `old_suffix` to
+        `new_suffix` (Kafka's `LogSegment.changeFileSuffixes`; the order matters to recovery).
+
+        Open descriptors stay valid, so readers holding this segment keep reading its bytes.
+        A file that does not exist (an index never written) is skipped.
+        """
+        for holder in (self, self.index, self.time_index):
+            path = holder.log_path if holder is self else holder.path
+            name = path.name
+            if old_suffix and not name.endswith(old_suffix):
+                raise ValueError(f"{path} does not end with {old_suffix!r}")
+            target = path.with_name(name[:len(name) - len(old_suffix)] + new_suffix)
+            try:
+                os.rename(path, target)
+            except FileNotFoundError:
+                pass
+            if holder is self:
+                self.log_path = target
+            else:
+                holder.path = target
 
     @property
     def index_is_full(self) -> bool:
