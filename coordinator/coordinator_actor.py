@@ -35,7 +35,8 @@ from rafka.common.logging_util import Prefixed
 from rafka.common.types import Endpoint, TopicPartition, topic_name_problem
 from rafka.common.topic_configs import ConfigEntry, describe_broker, describe_topic
 from rafka.coordinator import assignment as assign
-from rafka.coordinator.broker_checkpoints import BrokerCheckpoints
+from rafka.coordinator.broker_checkpoints import BrokerCheckpoints, PartitionCheckpoint
+from rafka.coordinator.cleaner_manager import CleanerManager, LogToClean, cleaner_summary
 from rafka.coordinator.controller_logic import build_metadata_snapshot, elect_partition_states
 from rafka.coordinator.group_coordinator import GroupSettings
 from rafka.coordinator.group_state import GroupConfig
@@ -85,6 +86,12 @@ class BrokerCoordinator:
         self._checkpoint_task: asyncio.Task | None = None
         self._checkpoints = BrokerCheckpoints(config.log_dirs)
         self._topic_configs: dict[str, LogConfig] = {}
+        # Log cleaner: per-partition topic configs, cleaner checkpoints (first dirty offsets; the
+        # lead persists them as cleaner-offset-checkpoint) and the choice of logs to clean.
+        self._log_configs: dict[TopicPartition, LogConfig] = {}
+        self._cleaner_checkpoints: dict[TopicPartition, int] = {}
+        self._cleaner = CleanerManager()
+        self._cleaner_task: asyncio.Task | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
 
@@ -124,6 +131,8 @@ class BrokerCoordinator:
         self._zk.watch_config_changes(self._config_changed_threadsafe)
         self._task = asyncio.create_task(self._run())
         self._checkpoint_task = asyncio.create_task(self._checkpoint_periodically())
+        if self._config.log_cleaner_enable and self._config.log_cleaner_threads > 0:
+            self._cleaner_task = asyncio.create_task(self._run_cleaner())
         self._wake.set()
         # Serve only once the controller has sent metadata that lists this broker, so a
         # client's first Metadata request already sees it (Kafka's broker waits likewise).
@@ -135,7 +144,7 @@ class BrokerCoordinator:
     async def shutdown(self) -> None:
         """Clean stop: close replicas (flush, clean-shutdown marker), front end, ZooKeeper session."""
         self._stopping = True
-        for task in (self._task, self._checkpoint_task):
+        for task in (self._task, self._checkpoint_task, self._cleaner_task):
             if task is not None:
                 task.cancel()
         if self._frontend is not None:
@@ -145,6 +154,8 @@ class BrokerCoordinator:
                 pass
         closed = await asyncio.gather(*[r.close.remote() for r in self._replicas.values()], return_exceptions=True)
         self._take_statuses(list(self._replicas), closed)
+        for tp, offset in self._cleaner_checkpoints.items():
+            self._checkpoints.update(tp, cleaner_offset=offset)
         await asyncio.to_thread(self._checkpoints.write)
         for r in self._replicas.values():
             ray.kill(r)
@@ -195,8 +206,17 @@ class BrokerCoordinator:
         tps = list(self._replicas)
         statuses = await asyncio.gather(*[self._replicas[tp].status.remote() for tp in tps], return_exceptions=True)
         self._take_statuses(tps, statuses)
+        for tp, offset in self._cleaner_checkpoints.items():
+            self._checkpoints.update(tp, cleaner_offset=offset)
         await asyncio.to_thread(self._checkpoints.write, recovery_points=recovery_points,
                                 log_start_offsets=log_start_offsets, cleaner_offsets=cleaner_offsets)
+
+    def _place(self, tp: TopicPartition, log_dir: str) -> PartitionCheckpoint:
+        """Note where `tp` lives; its checkpointed values (the cleaner's is kept for the cleaner)."""
+        checkpoint = self._checkpoints.place(tp, log_dir)
+        if checkpoint.cleaner_offset is not None:
+            self._cleaner_checkpoints.setdefault(tp, checkpoint.cleaner_offset)
+        return checkpoint
 
     def _take_statuses(self, tps: list[TopicPartition], statuses: list[Any]) -> None:
         for tp, status in zip(tps, statuses):
@@ -263,6 +283,9 @@ class BrokerCoordinator:
             if self._topic_configs.get(topic) == config:
                 continue
             self._topic_configs[topic] = config
+            for tp in self._replicas:
+                if tp.topic == topic:
+                    self._log_configs[tp] = config
             replicas = [actor for tp, actor in self._replicas.items() if tp.topic == topic]
             await asyncio.gather(*[r.update_config.remote(config) for r in replicas], return_exceptions=True)
             self._log.info("applied the new config of topic %s to %d replicas", topic, len(replicas))
@@ -379,16 +402,17 @@ class BrokerCoordinator:
                     name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
                     **pin_to_node(self._node_id)).remote(
                         self._id, tp, log_dir, topic_configs[tp.topic], socket_path(self._namespace, name),
-                        checkpoint=self._checkpoints.place(tp, log_dir),
+                        checkpoint=self._place(tp, log_dir),
                         topic_id=None if topic is None else topic.topic_id)
             else:
                 log_dir = find_partition_dir(self._config.log_dirs, tp)
                 if log_dir is not None:
-                    self._checkpoints.place(tp, log_dir)
+                    self._place(tp, log_dir)
             started[tp] = actor
         answers = await asyncio.gather(*[a.ready.remote() for a in started.values()])
         for tp, answer in zip(started, answers):
             self._sockets[tp] = answer["socket"]
+            self._log_configs[tp] = topic_configs[tp.topic]
         self._replicas.update(started)
         self._log.info("started %d partition replicas", len(started))
 
@@ -398,6 +422,8 @@ class BrokerCoordinator:
             actor = self._replicas.pop(tp)
             self._roles.pop(tp, None)
             self._sockets.pop(tp, None)
+            self._log_configs.pop(tp, None)
+            self._cleaner.forget(tp, self._cleaner_checkpoints)
             try:
                 await actor.close.remote()
             except Exception:  # noqa: BLE001
@@ -408,6 +434,50 @@ class BrokerCoordinator:
             if d is not None:
                 shutil.rmtree(Path(d) / str(tp), ignore_errors=True)
             self._log.info("removed replica %s of a deleted topic", tp)
+
+    # -- log cleaner ---------------------------------------------------------------------
+    async def _run_cleaner(self) -> None:
+        """Kafka's cleaner threads: clean the dirtiest compacted logs; when none needs it,
+        wait log.cleaner.backoff.ms."""
+        backoff_s = self._config.log_cleaner_backoff_ms / 1000
+        while not self._stopping:
+            try:
+                cleaned = await self._clean_dirtiest_logs()
+            except Exception:  # noqa: BLE001 - keep the cleaner alive
+                self._log.exception("log cleaner round failed")
+                cleaned = 0
+            if not cleaned:
+                await asyncio.sleep(backoff_s)
+
+    async def _clean_dirtiest_logs(self) -> int:
+        """One round: ask each compacted replica for its dirty range, clean up to
+        log.cleaner.threads of the dirtiest at once, each with its share of the dedupe buffer."""
+        threads = self._config.log_cleaner_threads
+        buffer_bytes = self._config.log_cleaner_dedupe_buffer_size // threads
+        tps = [tp for tp, cfg in self._log_configs.items()
+               if cfg.compact and tp in self._replicas and self._cleaner.eligible(tp)]
+        infos = await asyncio.gather(*[self._replicas[tp].cleanable.remote(self._cleaner_checkpoints.get(tp))
+                                       for tp in tps], return_exceptions=True)
+        candidates = [LogToClean(tp, info, self._log_configs[tp].min_cleanable_dirty_ratio)
+                      for tp, info in zip(tps, infos) if not isinstance(info, BaseException)]
+        chosen = self._cleaner.choose(candidates, threads, self._cleaner_checkpoints)
+        if not chosen:
+            return 0
+        results = await asyncio.gather(*[self._replicas[c.tp].clean.remote(buffer_bytes, c.info.first_dirty_offset)
+                                         for c in chosen], return_exceptions=True)
+        for thread_id, (c, result) in enumerate(zip(chosen, results)):
+            if c.tp not in self._replicas:  # the partition left this broker meanwhile
+                self._cleaner.forget(c.tp, self._cleaner_checkpoints)
+                continue
+            if isinstance(result, BaseException) or not result.ok:
+                error = result if isinstance(result, BaseException) else result.error
+                self._log.error("Unexpected exception thrown when cleaning log %s. Marking its partition (%s) as "
+                                "uncleanable: %s", c.tp, c.tp, error)
+                self._cleaner.done(c.tp, None, self._cleaner_checkpoints)
+                continue
+            self._cleaner.done(c.tp, result, self._cleaner_checkpoints)
+            self._log.info("%s", cleaner_summary(thread_id, c.tp, c.info.first_dirty_offset, result))
+        return len(chosen)
 
     # -- topic admin (any broker; the controller acts on what lands in ZooKeeper) ---------
     async def claim_producer_id_block(self) -> ProducerIdBlock:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import struct
 from collections import OrderedDict, deque
@@ -45,7 +46,11 @@ class RequestHandler(Protocol):
 
 
 class FileCache:
-    """A bounded cache of open segment files, for sendfile. Least recently used closes first."""
+    """A bounded cache of open segment files, for sendfile. Least recently used closes first.
+
+    A cached file is reused only while its path still names the same inode: the log cleaner
+    replaces a segment's `.log` by a new file of the same name (the old one becomes `.deleted`).
+    """
 
     def __init__(self, capacity: int = 256) -> None:
         self._capacity = capacity
@@ -54,8 +59,14 @@ class FileCache:
     def get(self, path: str) -> Any:
         f = self._files.get(path)
         if f is not None:
-            self._files.move_to_end(path)
-            return f
+            try:
+                same = os.stat(path).st_ino == os.fstat(f.fileno()).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self._files.move_to_end(path)
+                return f
+            del self._files[path]  # not closed here: a sendfile may still use it; freed when unreferenced
         f = open(path, "rb", buffering=0)
         self._files[path] = f
         if len(self._files) > self._capacity:

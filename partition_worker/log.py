@@ -41,6 +41,8 @@ from rafka.common.config import LogConfig
 from rafka.common.errors import InvalidRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
 from rafka.common.logging_util import Prefixed
 from rafka.partition_worker import timestamps
+from rafka.partition_worker import cleaner as _cleaner
+from rafka.partition_worker.cleaner import CleanableInfo, CleanResult, LogCleaning
 from rafka.partition_worker.producer_state import ProducerStateManager, list_snapshots
 from rafka.partition_worker.record_batch import (
     BatchHeader, TimestampType, assign_offsets, decode_records, parse_header, validate_batches,
@@ -101,6 +103,7 @@ class PartitionLog:
         self._roll_jitter_ms = self._draw_roll_jitter()
         self._rolling_timestamps: dict[int, tuple[int, int]] = {}
         self._closed = False
+        self._swapped_out: list[tuple[int, tuple[LogSegment, ...]]] = []  # (delete at ms, segments)
         self._logger = Prefixed(logging.getLogger(__name__),
                                 f"[PartitionLog partition={directory.name}, dir={directory.parent}]")
         self.producer_state = ProducerStateManager(config.producer_id_expiration_ms)
@@ -123,6 +126,7 @@ class PartitionLog:
         now = now_ms if now_ms is not None else _now_ms()
         marker = directory / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
+        _cleaner.recover_interrupted_swaps(directory, logger)
         bases = sorted(int(p.name[:-len(LOG_SUFFIX)]) for p in directory.iterdir()
                        if p.name.endswith(LOG_SUFFIX) and p.name[:-len(LOG_SUFFIX)].isdigit())
         for p in directory.iterdir():  # indexes whose segment is gone (Kafka deletes them too)
@@ -273,6 +277,8 @@ class PartitionLog:
         if from_client and len(headers) != 1:
             raise InvalidRecordError(
                 "Produce requests with version 3+ are only allowed to contain exactly one record batch")
+        if from_client and self.config.compact:
+            self._check_keys(mv, headers)
         state = self.producer_state
         if from_client and timestamps.checks_create_time(self.config):
             for h in headers:
@@ -312,6 +318,13 @@ class PartitionLog:
                           max_timestamp=max(h.max_timestamp for h in written), batch_count=len(headers),
                           record_count=record_count, log_append_time_ms=append_time,
                           log_start_offset=self.log_start_offset)
+
+    def _check_keys(self, mv: memoryview, headers: list[BatchHeader]) -> None:
+        """A compacted topic refuses a record without a key (Kafka's LogValidator), before any write."""
+        for h in headers:
+            if any(r.key is None for r in decode_records(mv, h.position, verify_crc=False)[1]):
+                raise InvalidRecordError(
+                    f"Compacted topic cannot accept message without key in topic partition {self.directory.name}.")
 
     def _maybe_roll(self, size: int, last_offset: int, now_ms: int, max_timestamp: int) -> LogSegment:
         """The segment to append to, rolling first when the append would not fit the active one.
@@ -392,8 +405,9 @@ class PartitionLog:
                 budget -= size
                 if budget <= 0 or next_offset < seg.next_offset:
                     break  # the budget or max_offset stopped inside this segment: never skip its rest
-            elif regions or seg.next_offset > next_offset:
+            elif regions or (seg.size and seg.next_offset > next_offset):
                 # Nothing fits the budget here, or this segment has the data but it is past max_offset.
+                # (A segment emptied by the cleaner is skipped: its next_offset is only its base.)
                 break
         return ReadResult(tuple(regions), next_offset)
 
@@ -498,6 +512,7 @@ class PartitionLog:
         self.producer_state.write_snapshot(self.directory, active.next_offset)
         for seg in self._segments:
             seg.close()
+        self.delete_swapped_out_segments(force=True)
         marker = self.directory / CLEAN_SHUTDOWN_FILE
         fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
@@ -507,6 +522,79 @@ class PartitionLog:
         _fsync_dir(self.directory)
         self._closed = True
         self._logger.info("closed cleanly at log end %d", active.next_offset)
+
+    # -- compaction (see cleaner.py) ------------------------------------------------------------
+    def cleanable(self, now_ms: int, first_dirty_offset: int | None = None, *,
+                  max_offset: int | None = None) -> CleanableInfo:
+        """Dirty range and ratio for the cleaner checkpoint `first_dirty_offset` (None: none yet).
+
+        `max_offset` is the high watermark, above which nothing is cleaned (None: log end).
+        """
+        return _cleaner.cleanable_info(self._segments, self.config, first_dirty_offset, now_ms,
+                                       log_start_offset=self.log_start_offset, max_offset=max_offset,
+                                       logger=self._logger)
+
+    def start_clean(self, dedupe_buffer_bytes: int, now_ms: int, first_dirty_offset: int | None, *,
+                    max_offset: int | None = None) -> LogCleaning:
+        """A cleaning of the current segment snapshot. Its `run()` may go to a worker thread
+        (it only reads non-active segments and writes `.cleaned` files); pass it to
+        `finish_clean` on the owner's thread afterwards."""
+        self._check_open()
+        info = self.cleanable(now_ms, first_dirty_offset, max_offset=max_offset)
+        last_offsets = {pid: e.last_data_offset for pid, e in self.producer_state.producers.items()
+                        if e.last_data_offset >= 0}
+        return LogCleaning(self.directory, self.config, self._segments, info, dedupe_buffer_bytes=dedupe_buffer_bytes,
+                           now_ms=now_ms, producer_last_offsets=last_offsets,
+                           log_start_offset=self.log_start_offset, logger=self._logger)
+
+    def finish_clean(self, cleaning: LogCleaning, result: CleanResult, *, now_ms: int | None = None) -> CleanResult:
+        """Swap the cleaned segments in (files first, then the segment tuple at once).
+
+        A group whose old segments are no longer all in the log (the log was closed, truncated
+        or retention removed them meanwhile) is discarded instead. The replaced segments stay
+        open as `.deleted` files until `delete_swapped_out_segments` (file.delete.delay.ms).
+        """
+        if not result.ok:
+            cleaning.discard()
+            return result
+        due = (_now_ms() if now_ms is None else now_ms) + self.config.file_delete_delay_ms
+        for group in cleaning.groups:
+            segments = self._segments
+            ids = [id(s) for s in segments]
+            i = ids.index(id(group.old[0])) if id(group.old[0]) in ids else -1
+            n = len(group.old)
+            if (self._closed or i < 0 or i + n >= len(segments)
+                    or any(segments[i + k] is not group.old[k] for k in range(n))):
+                self._logger.warning("discarding cleaned segment %d: the log changed during cleaning",
+                                     group.cleaned.base_offset)
+                _cleaner.delete_segment_files([group.cleaned])
+                continue
+            _cleaner.swap_in(group.cleaned, group.old)
+            self._segments = segments[:i] + (group.cleaned,) + segments[i + n:]
+            self._bases = tuple(s.base_offset for s in self._segments)
+            self._swapped_out.append((due, group.old))
+        cleaning.groups = []
+        return result
+
+    def clean(self, dedupe_buffer_bytes: int, now_ms: int, first_dirty_offset: int | None, *,
+              max_offset: int | None = None) -> CleanResult:
+        """One whole cleaning on this thread (Kafka's `Cleaner.clean`); see cleaner.py.
+
+        Returns the new cleaner checkpoint in `first_dirty_offset`; on failure `error` is set
+        and no file of the log has changed.
+        """
+        cleaning = self.start_clean(dedupe_buffer_bytes, now_ms, first_dirty_offset, max_offset=max_offset)
+        return self.finish_clean(cleaning, cleaning.run(), now_ms=now_ms)
+
+    def delete_swapped_out_segments(self, now_ms: int | None = None, *, force: bool = False) -> int:
+        """Close and delete the `.deleted` files of segments replaced by cleaning whose
+        file.delete.delay.ms has passed (all with `force`); returns how many segments went."""
+        now = _now_ms() if now_ms is None else now_ms
+        due = [segs for at, segs in self._swapped_out if force or at <= now]
+        self._swapped_out = [(at, segs) for at, segs in self._swapped_out if not (force or at <= now)]
+        for segs in due:
+            _cleaner.delete_segment_files(segs)
+        return sum(len(segs) for segs in due)
 
     def remove_expired_producers(self, now_ms: int | None = None) -> list[int]:
         """Forget producers idle for `producer.id.expiration.ms`; returns their ids."""

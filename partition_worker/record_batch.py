@@ -8,7 +8,8 @@ Layout of one batch (big-endian), as Kafka's `DefaultRecordBatch`:
     12      4     partitionLeaderEpoch   set by the broker (not under the CRC)
     16      1     magic                  2
     17      4     crc                    CRC-32C of bytes 21..end
-    21      2     attributes             bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control
+    21      2     attributes             bits 0-2 codec, 3 timestamp type, 4 transactional, 5 control,
+                                         6 delete horizon set (KIP-534: baseTimestamp holds it)
     23      4     lastOffsetDelta
     27      8     baseTimestamp
     35      8     maxTimestamp
@@ -61,6 +62,7 @@ COMPRESSION_CODEC_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_FLAG_MASK = 0x10
 CONTROL_FLAG_MASK = 0x20
+DELETE_HORIZON_FLAG_MASK = 0x40  # KIP-534: set by the log cleaner on batches it kept tombstones in
 
 HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
 _LENGTH_AND_MAGIC = struct.Struct(">qi")  # baseOffset, batchLength
@@ -142,6 +144,11 @@ class BatchHeader:
     @property
     def has_producer_id(self) -> bool:
         return self.producer_id > NO_PRODUCER_ID
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """KIP-534: when the cleaner may drop this batch's tombstones (its baseTimestamp); None if unset."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_FLAG_MASK else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,15 +472,21 @@ def encode_batch(records: Sequence[Record], base_offset: int = 0, *,
                  base_sequence: int = NO_SEQUENCE, timestamp_type: int = TimestampType.CREATE_TIME,
                  is_transactional: bool = False, is_control: bool = False,
                  partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
-                 max_timestamp: int | None = None) -> bytes:
+                 max_timestamp: int | None = None, last_offset_delta: int | None = None,
+                 delete_horizon_ms: int | None = None) -> bytes:
     """Build one v2 batch from records whose offsets are `base_offset` + their offset delta.
 
     baseTimestamp is the first record's timestamp and maxTimestamp the largest (as the Java
     client and kafka-python write them), unless `max_timestamp` is given (LogAppendTime).
     Compression is applied as asked even when it does not shrink the records. An empty
     `records` gives a batch with recordsCount 0 (which `validate_batches` refuses).
+    The log cleaner passes `last_offset_delta` to keep a batch's original last offset (and so
+    its producer's last sequence) after records were removed, and `delete_horizon_ms`
+    (KIP-534), which sets attribute bit 6 and becomes the baseTimestamp.
     """
     base_ts = records[0].timestamp if records else NO_TIMESTAMP
+    if delete_horizon_ms is not None:
+        base_ts = delete_horizon_ms
     body = bytearray()
     last_delta = -1
     for r in records:
@@ -493,10 +506,16 @@ def encode_batch(records: Sequence[Record], base_offset: int = 0, *,
         attributes |= TRANSACTIONAL_FLAG_MASK
     if is_control:
         attributes |= CONTROL_FLAG_MASK
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_FLAG_MASK
+    if last_offset_delta is None:
+        last_offset_delta = max(last_delta, 0) if records else -1
+    elif last_offset_delta < last_delta:
+        raise ValueError(f"last_offset_delta {last_offset_delta} is below the last record's delta {last_delta}")
     out = bytearray(RECORD_BATCH_OVERHEAD)
     out += payload
     HEADER_STRUCT.pack_into(out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC_V2, 0,
-                      attributes, max(last_delta, 0) if records else -1, base_ts, max_timestamp,
+                      attributes, last_offset_delta, base_ts, max_timestamp,
                       producer_id, producer_epoch, base_sequence, len(records))
     _UINT32.pack_into(out, CRC_OFFSET, compute_crc(out, 0, len(out)))
     return bytes(out)

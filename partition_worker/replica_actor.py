@@ -28,6 +28,7 @@ from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.checkpoints import (
     LeaderEpochCache, read_partition_metadata, topic_id_text, write_partition_metadata,
 )
+from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
 from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.messages import (
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
@@ -64,6 +65,7 @@ class PartitionReplica:
         self._appended = asyncio.Event()
         self._expiry_task: asyncio.Task | None = None
         self._flush_task: asyncio.Task | None = None
+        self._clean_lock = asyncio.Lock()
         self._logger.info("opened log in %.3f s: log start %d, log end %d",
                           time.monotonic() - started, self._log.log_start_offset, self._log.log_end_offset)
 
@@ -151,6 +153,31 @@ class PartitionReplica:
         """fsync the log; returns the log end offset that is now durable."""
         self._log.flush()
         return self._log.log_end_offset
+
+    # -- compaction ----------------------------------------------------------------------
+    def cleanable(self, first_dirty_offset: int | None = None) -> CleanableInfo:
+        """Dirty range and ratio for the cleaner checkpoint `first_dirty_offset`, below the high watermark."""
+        return self._log.cleanable(_now_ms(), first_dirty_offset, max_offset=self._high_watermark())
+
+    async def clean(self, dedupe_buffer_bytes: int, first_dirty_offset: int | None = None) -> CleanResult:
+        """Compact the log once (see partition_worker/cleaner.py); returns the new checkpoint.
+
+        The rewrite runs on a worker thread (it reads only non-active segments and writes new
+        `.cleaned` files), so appends and reads go on meanwhile; the swap of the segment tuple
+        happens back on this event loop. Cleanings of this replica run one at a time. The
+        replaced segments' files are deleted after file.delete.delay.ms.
+        """
+        async with self._clean_lock:
+            now = _now_ms()
+            cleaning = self._log.start_clean(dedupe_buffer_bytes, now, first_dirty_offset,
+                                             max_offset=self._high_watermark())
+            result = await asyncio.to_thread(cleaning.run)
+            result = self._log.finish_clean(cleaning, result)
+            if result.ok and result.segments_cleaned:
+                # After close() this finds nothing left to delete (close deleted them).
+                asyncio.get_running_loop().call_later(self._config.file_delete_delay_ms / 1000,
+                                                      self._log.delete_swapped_out_segments)
+            return result
 
     def close(self) -> ReplicaStatus:
         """Clean shutdown: flush, snapshot producer state and mark the log clean, so the next
@@ -310,3 +337,7 @@ class PartitionReplica:
         """Release parked fetches; they re-check the log."""
         self._appended.set()
         self._appended = asyncio.Event()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

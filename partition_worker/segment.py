@@ -69,14 +69,14 @@ class LogSegment:
 
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int = 4096,
                  max_index_entries: int = DEFAULT_INDEX_BYTES // 8,
-                 file_cache: SegmentFileCache | None = None) -> None:
+                 file_cache: SegmentFileCache | None = None, file_suffix: str = "") -> None:
         self.directory = Path(directory)
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         stem = segment_name(base_offset)
-        self.log_path = self.directory / (stem + LOG_SUFFIX)
-        self.index = OffsetIndex(self.directory / (stem + INDEX_SUFFIX), base_offset, max_index_entries)
-        self.time_index = TimeIndex(self.directory / (stem + TIME_INDEX_SUFFIX), base_offset,
+        self.log_path = self.directory / (stem + LOG_SUFFIX + file_suffix)
+        self.index = OffsetIndex(self.directory / (stem + INDEX_SUFFIX + file_suffix), base_offset, max_index_entries)
+        self.time_index = TimeIndex(self.directory / (stem + TIME_INDEX_SUFFIX + file_suffix), base_offset,
                                     max(1, max_index_entries * 8 // 12))
         self._files = shared_cache() if file_cache is None else file_cache
         self._write_fd = -1  # the `.log` open for appending while this segment is active
@@ -98,11 +98,12 @@ class LogSegment:
     @classmethod
     def create(cls, directory: Path, base_offset: int, *, index_interval_bytes: int = 4096,
                max_index_entries: int = DEFAULT_INDEX_BYTES // 8,
-               file_cache: SegmentFileCache | None = None) -> "LogSegment":
+               file_cache: SegmentFileCache | None = None, file_suffix: str = "") -> "LogSegment":
         """A new empty active segment (its files are created, or emptied if they exist); its
-        indexes are preallocated."""
+        indexes are preallocated. `file_suffix` is appended to every file name: the log cleaner
+        writes `.cleaned` segments."""
         seg = cls(directory, base_offset, index_interval_bytes=index_interval_bytes,
-                  max_index_entries=max_index_entries, file_cache=file_cache)
+                  max_index_entries=max_index_entries, file_cache=file_cache, file_suffix=file_suffix)
         fd = seg._writer()
         if seg.size:
             os.ftruncate(fd, 0)
@@ -301,6 +302,28 @@ class LogSegment:
         if self._write_fd >= 0:
             fd, self._write_fd = self._write_fd, -1
             os.close(fd)
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename the log, then the offset index, then the time index from `old_suffix` to
+        `new_suffix` (Kafka's `LogSegment.changeFileSuffixes`; the order matters to recovery).
+
+        Open descriptors stay valid, and a reopen after a cache eviction uses the new name, so
+        readers holding this segment keep reading its bytes. A missing file is skipped.
+        """
+        for holder in (self, self.index, self.time_index):
+            path = holder.log_path if holder is self else holder.path
+            name = path.name
+            if old_suffix and not name.endswith(old_suffix):
+                raise ValueError(f"{path} does not end with {old_suffix!r}")
+            target = path.with_name(name[:len(name) - len(old_suffix)] + new_suffix)
+            try:
+                os.rename(path, target)
+            except FileNotFoundError:
+                pass
+            if holder is self:
+                self.log_path = target
+            else:
+                holder.path = target
 
     @property
     def index_is_full(self) -> bool:
