@@ -45,34 +45,59 @@ class RequestHandler(Protocol):
         """
 
 
+class StaleRegionError(OSError):
+    """A fetch region's file is gone (deleted by retention or replaced by the cleaner after the
+    read was answered): the answer cannot be sent, so its connection is closed cleanly."""
+
+
 class FileCache:
     """A bounded cache of open segment files, for sendfile. Least recently used closes first.
 
-    A cached file is reused only while its path still names the same inode: the log cleaner
-    replaces a segment's `.log` by a new file of the same name (the old one becomes `.deleted`).
+    Files are keyed by (path, inode): a region names the file it was read from by both, so
+    bytes are only ever sent from that very file. Retention renames a segment's files to
+    `<name>.deleted` and the cleaner replaces a `.log` by a new file of the same name; a
+    region read before either still finds its file (already open, or under `.deleted`), and
+    one whose file is gone raises StaleRegionError rather than sending another file's bytes.
     """
 
     def __init__(self, capacity: int = 256) -> None:
         self._capacity = capacity
-        self._files: OrderedDict[str, Any] = OrderedDict()
+        self._files: OrderedDict[tuple[str, int], Any] = OrderedDict()
 
-    def get(self, path: str) -> Any:
-        f = self._files.get(path)
+    def get(self, path: str, inode: int = 0) -> Any:
+        """An open file for `path` that is the inode `inode` (0: whatever `path` names now)."""
+        key = (path, inode)
+        f = self._files.get(key)
+        if f is not None and (inode or self._names(path, f)):
+            self._files.move_to_end(key)
+            return f
         if f is not None:
-            try:
-                same = os.stat(path).st_ino == os.fstat(f.fileno()).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
-                self._files.move_to_end(path)
-                return f
-            del self._files[path]  # not closed here: a sendfile may still use it; freed when unreferenced
-        f = open(path, "rb", buffering=0)
-        self._files[path] = f
+            del self._files[key]  # not closed here: a sendfile may still use it; freed when unreferenced
+        f = self._open_identified(path, inode)
+        self._files[key] = f
         if len(self._files) > self._capacity:
             _, old = self._files.popitem(last=False)
             old.close()
         return f
+
+    @staticmethod
+    def _names(path: str, f: Any) -> bool:
+        try:
+            return os.stat(path).st_ino == os.fstat(f.fileno()).st_ino
+        except FileNotFoundError:
+            return False
+
+    @staticmethod
+    def _open_identified(path: str, inode: int) -> Any:
+        for candidate in (path, path + ".deleted"):
+            try:
+                f = open(candidate, "rb", buffering=0)
+            except FileNotFoundError:
+                continue
+            if not inode or os.fstat(f.fileno()).st_ino == inode:
+                return f
+            f.close()
+        raise StaleRegionError(f"segment file {path} (inode {inode}) is gone")
 
     def close(self) -> None:
         for f in self._files.values():
@@ -160,6 +185,17 @@ class _Connection:
         transport = self.protocol.transport
         if transport is None or transport.is_closing():
             raise ConnectionError("connection closed")
+        # Every region's file is found before a byte is written: a region whose segment is gone
+        # closes the connection (the client retries the fetch) instead of sending a partial frame.
+        files = {}
+        for part in parts:
+            for region in getattr(part, "regions", None) or ():
+                try:
+                    files[id(region)] = self._server.files.get(region.path, getattr(region, "inode", 0))
+                except OSError as e:
+                    self._server.log.warning("closing connection %s: cannot send a fetched region: %s",
+                                             self._peer(), e)
+                    raise ConnectionError(str(e)) from e
         transport.write(_SIZE.pack(sum(len(p) for p in parts)))
         for part in parts:
             regions = getattr(part, "regions", None)
@@ -167,8 +203,7 @@ class _Connection:
                 transport.write(part)
                 continue
             for region in regions:
-                f = self._server.files.get(region.path)
-                await loop.sendfile(transport, f, region.position, region.length, fallback=True)
+                await loop.sendfile(transport, files[id(region)], region.position, region.length, fallback=True)
         await self.protocol.drain()
 
 

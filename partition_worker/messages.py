@@ -24,6 +24,7 @@ class Region:
     path: str
     position: int
     length: int
+    inode: int = 0  # the segment file's identity (0: unknown, not checked)
 
 
 @dataclass(frozen=True)

@@ -330,7 +330,7 @@ class PartitionReplica:
             result = self._log.read(fetch_offset, max_bytes, max_offset=hw)
         except OffsetOutOfRangeError:
             return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
-        regions = tuple(Region(r.path, r.position, r.length) for r in result.regions)
+        regions = tuple(Region(r.path, r.position, r.length, r.inode) for r in result.regions)
         return FetchResult(ErrorCode.NONE, hw, hw, start, regions)
 
     def _wake_fetchers(self) -> None:

@@ -16,7 +16,7 @@ import errno
 import logging
 import os
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
@@ -51,6 +51,8 @@ class FileRegion:
     path: str
     position: int
     length: int
+    # The file's identity, which a reader checks (a swap or a rename may reuse the name); not part of equality.
+    inode: int = field(default=0, compare=False)
 
 
 class LogSegment:
@@ -80,6 +82,7 @@ class LogSegment:
                                     max(1, max_index_entries * 8 // 12))
         self._files = shared_cache() if file_cache is None else file_cache
         self._write_fd = -1  # the `.log` open for appending while this segment is active
+        self._inode: int | None = None
         self._closed = False
         try:
             self.size = os.stat(self.log_path).st_size
@@ -235,7 +238,7 @@ class LogSegment:
         total = 0
         next_offset = start_offset
         region_start = region_end = -1
-        path = str(self.log_path)
+        path, inode = str(self.log_path), self.inode
         for h in self.iter_headers(position):
             if h.last_offset < start_offset:
                 continue
@@ -247,12 +250,12 @@ class LogSegment:
                 region_end += h.size
             else:
                 if region_start >= 0:
-                    regions.append(FileRegion(path, region_start, region_end - region_start))
+                    regions.append(FileRegion(path, region_start, region_end - region_start, inode))
                 region_start, region_end = h.position, h.position + h.size
             total += h.size
             next_offset = h.next_offset
         if region_start >= 0:
-            regions.append(FileRegion(path, region_start, region_end - region_start))
+            regions.append(FileRegion(path, region_start, region_end - region_start, inode))
         return regions, next_offset, total
 
     def read_regions(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> list[FileRegion]:
@@ -324,6 +327,14 @@ class LogSegment:
                 self.log_path = target
             else:
                 holder.path = target
+
+    @property
+    def inode(self) -> int:
+        """The `.log` file's inode, read once: renames (`.deleted`, `.swap`) keep it, a new file does not."""
+        if self._inode is None:
+            with self._file() as fd:
+                self._inode = os.fstat(fd).st_ino
+        return self._inode
 
     @property
     def index_is_full(self) -> bool:
