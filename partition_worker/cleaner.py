@@ -47,7 +47,7 @@ import logging
 import os
 import time
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -198,6 +198,9 @@ def cleanable_info(segments: Sequence[LogSegment], config: LogConfig, checkpoint
 
 def _max_compaction_delay(dirty_non_active: Sequence[LogSegment], config: LogConfig, now_ms: int) -> int:
     """How far the oldest dirty segment's first batch is past `max.compaction.lag.ms` (0: not)."""
+    clean_until = now_ms - max(config.max_compaction_lag_ms, 0)
+    if clean_until <= 0:  # the default (Long.MAX_VALUE) never forces a cleaning: skip reading headers
+        return 0
     firsts = []
     for s in dirty_non_active:
         h = next(s.iter_headers(0), None)
@@ -205,7 +208,6 @@ def _max_compaction_delay(dirty_non_active: Sequence[LogSegment], config: LogCon
             firsts.append(h.max_timestamp)
     if not firsts:
         return 0
-    clean_until = now_ms - max(config.max_compaction_lag_ms, 0)
     return max(0, clean_until - min(firsts))
 
 
@@ -473,7 +475,7 @@ def swap_in(cleaned: LogSegment, old: Sequence[LogSegment]) -> None:
     for seg in old:
         seg.change_file_suffixes("", DELETED_FILE_SUFFIX)
     cleaned.change_file_suffixes(SWAP_FILE_SUFFIX, "")
-    _fsync_dir(cleaned.directory)
+    fsync_dir(cleaned.directory)
 
 
 def delete_segment_files(segments: Sequence[LogSegment]) -> None:
@@ -542,10 +544,11 @@ def recover_interrupted_swaps(directory: Path, logger: logging.Logger | logging.
     for p in valid:
         os.rename(p, p.with_name(p.name[:-len(SWAP_FILE_SUFFIX)]))
     if swaps or cleaned:
-        _fsync_dir(directory)
+        fsync_dir(directory)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """fsync a directory, so renames and new files in it survive a crash."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -555,6 +558,6 @@ def _fsync_dir(directory: Path) -> None:
 
 __all__ = [
     "CLEANED_FILE_SUFFIX", "DELETED_FILE_SUFFIX", "SWAP_FILE_SUFFIX", "CleanResult", "CleanableInfo",
-    "CleanedGroup", "CleanerError", "LogCleaning", "cleanable_info", "delete_segment_files",
+    "CleanedGroup", "CleanerError", "LogCleaning", "cleanable_info", "delete_segment_files", "fsync_dir",
     "group_segments_by_size", "iter_segment_batches", "recover_interrupted_swaps", "segments_in", "swap_in",
 ]

@@ -560,8 +560,7 @@ class PartitionLog:
         due = (_now_ms() if now_ms is None else now_ms) + self.config.file_delete_delay_ms
         for group in cleaning.groups:
             segments = self._segments
-            ids = [id(s) for s in segments]
-            i = ids.index(id(group.old[0])) if id(group.old[0]) in ids else -1
+            i = next((k for k, s in enumerate(segments) if s is group.old[0]), -1)
             n = len(group.old)
             if (self._closed or i < 0 or i + n >= len(segments)
                     or any(segments[i + k] is not group.old[k] for k in range(n))):
@@ -630,9 +629,4 @@ def _delete_segment_files(directory: Path, base_offset: int) -> None:
         (directory / (stem + suffix)).unlink(missing_ok=True)
 
 
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+_fsync_dir = _cleaner.fsync_dir

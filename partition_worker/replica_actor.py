@@ -6,8 +6,10 @@ and translates results into the values of `messages.py`. Every public method ret
 a value; an exception here means a bug or a broken disk.
 
 Concurrency: this is an async actor; `append` and `read` do no await between looking at
-the log and changing it, so they are atomic with respect to each other. Only the
-fetch wait (`read` with `max_wait_ms`) yields, and it re-reads after waking.
+the log and changing it, so they are atomic with respect to each other. The fetch wait
+(`read` with `max_wait_ms`) yields, and it re-reads after waking. `clean` yields while a
+worker thread rewrites non-active segments; the swap of the segment tuple happens back on
+the event loop, so appends and reads see either the old or the new segments, never a mix.
 """
 from __future__ import annotations
 
@@ -174,8 +176,9 @@ class PartitionReplica:
             result = await asyncio.to_thread(cleaning.run)
             result = self._log.finish_clean(cleaning, result)
             if result.ok and result.segments_cleaned:
-                # After close() this finds nothing left to delete (close deleted them).
-                asyncio.get_running_loop().call_later(self._config.file_delete_delay_ms / 1000,
+                # 0.1 s late so the wall clock has surely passed the due time; after close() this
+                # finds nothing left to delete (close deleted them).
+                asyncio.get_running_loop().call_later(self._config.file_delete_delay_ms / 1000 + 0.1,
                                                       self._log.delete_swapped_out_segments)
             return result
 

@@ -89,6 +89,14 @@ def roll(log: PartitionLog) -> None:
     produce(log, [(b"filler", b"f" * (COMPACT.segment_bytes - 200))])
 
 
+def filled_log(directory: Path, rounds: int = 12, **overrides) -> tuple[PartitionLog, dict[bytes, bytes]]:
+    """A compacted log with `rounds` x 10 key updates in non-active segments, and the latest values."""
+    log = PartitionLog.open(directory, LogConfig(**{**COMPACT.__dict__, **overrides}))
+    expected = fill_keys(log, rounds=rounds)
+    roll(log)
+    return log, expected
+
+
 @pytest.mark.parametrize("codec", CODECS, ids=[c.name.lower() for c in CODECS])
 def test_cleaning_keeps_latest_value_per_key(tmp_path, codec):
     log = PartitionLog.open(tmp_path / "t-0", COMPACT)
@@ -253,10 +261,7 @@ def test_small_buffer_stops_at_a_segment_boundary(tmp_path):
 
 
 def test_min_compaction_lag_and_cleanable_range(tmp_path):
-    config = LogConfig(**{**COMPACT.__dict__, "min_compaction_lag_ms": 5_000})
-    log = PartitionLog.open(tmp_path / "t-0", config)
-    fill_keys(log, rounds=6)
-    roll(log)
+    log, _ = filled_log(tmp_path / "t-0", rounds=6, min_compaction_lag_ms=5_000)
     segs = log.segments
     # Every record is 10 s old at NOW: all non-active segments are cleanable ...
     assert log.cleanable(NOW).first_uncleanable_offset == segs[-1].base_offset
@@ -275,9 +280,7 @@ def test_min_compaction_lag_and_cleanable_range(tmp_path):
 def _leave_cleaning_half_done(tmp_path, stop_after: str) -> tuple[Path, dict]:
     """Clean, but stop the swap after `stop_after`; returns the dir and the expected latest values."""
     d = tmp_path / "t-0"
-    log = PartitionLog.open(d, COMPACT)
-    expected = fill_keys(log, rounds=12)
-    roll(log)
+    log, expected = filled_log(d)
     cleaning = log.start_clean(1 << 20, NOW, None)
     assert cleaning.run().ok
     group = cleaning.groups[0]
@@ -321,10 +324,7 @@ def test_crash_during_swap_recovers_a_consistent_log(tmp_path, stop_after):
 
 
 def test_reads_taken_before_the_swap_still_see_their_own_batches(tmp_path):
-    config = LogConfig(**{**COMPACT.__dict__, "file_delete_delay_ms": 60_000})
-    log = PartitionLog.open(tmp_path / "t-0", config)
-    fill_keys(log, rounds=12)
-    roll(log)
+    log, _ = filled_log(tmp_path / "t-0", file_delete_delay_ms=60_000)
     snapshot = log.segments
     before = [(h.base_offset, [(r.offset, r.key, r.value) for r in rs]) for h, rs in batches(log, snapshot)]
 
@@ -343,9 +343,7 @@ def test_reads_taken_before_the_swap_still_see_their_own_batches(tmp_path):
 
 
 def test_appends_between_start_and_finish_are_kept(tmp_path):
-    log = PartitionLog.open(tmp_path / "t-0", COMPACT)
-    expected = fill_keys(log, rounds=12)
-    roll(log)
+    log, expected = filled_log(tmp_path / "t-0")
     cleaning = log.start_clean(1 << 20, NOW, None)
     result = cleaning.run()
     for i in range(40):  # the owner keeps appending meanwhile, rolling new segments
