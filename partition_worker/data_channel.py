@@ -30,7 +30,7 @@ _U32 = struct.Struct(">I")
 _READ = struct.Struct(">BqiI")               # op, fetch offset, max bytes, max wait ms
 _PRODUCE_RESULT = struct.Struct(">hqqqH")    # error, base offset, append time, log start, message length
 _FETCH_HEAD = struct.Struct(">hqqqH")        # error, high watermark, last stable, log start, regions
-_REGION = struct.Struct(">HqI")              # path length, position, length
+_REGION = struct.Struct(">HqIQ")             # path length, position, length, inode
 
 # Unix socket paths are limited to 107 bytes, so they are named by a hash.
 SOCKET_DIR = Path(tempfile.gettempdir()) / f"rafka-{os.getuid()}"
@@ -134,7 +134,7 @@ def encode_fetch_result(result: FetchResult) -> bytes:
                                      result.log_start_offset, len(result.regions)))
     for region in result.regions:
         path = region.path.encode()
-        out += _REGION.pack(len(path), region.position, region.length) + path
+        out += _REGION.pack(len(path), region.position, region.length, region.inode) + path
     return bytes(out)
 
 
@@ -142,8 +142,8 @@ def decode_fetch_result(body: memoryview) -> FetchResult:
     error, hw, lso, start, count = _FETCH_HEAD.unpack_from(body, 0)
     pos, regions = _FETCH_HEAD.size, []
     for _ in range(count):
-        size, position, length = _REGION.unpack_from(body, pos)
+        size, position, length, inode = _REGION.unpack_from(body, pos)
         pos += _REGION.size
-        regions.append(Region(bytes(body[pos:pos + size]).decode(), position, length))
+        regions.append(Region(bytes(body[pos:pos + size]).decode(), position, length, inode))
         pos += size
     return FetchResult(ErrorCode(error), hw, lso, start, tuple(regions))

@@ -34,11 +34,17 @@ def segment_name(base_offset: int) -> str:
 
 @dataclass(frozen=True)
 class FileRegion:
-    """Bytes [position, position + length) of a segment file: whole batches only."""
+    """Bytes [position, position + length) of a segment file: whole batches only.
+
+    `inode` names the file itself (0: unknown): retention renames a deleted segment to
+    `<path>.deleted` and a compaction swap puts a new file at the same path, so a reader
+    that opens the region later finds its file by path and inode (`segment_files.py`).
+    """
 
     path: str
     position: int
     length: int
+    inode: int = 0
 
 
 class LogSegment:
@@ -60,7 +66,9 @@ class LogSegment:
         self.time_index = TimeIndex(self.directory / (stem + TIME_INDEX_SUFFIX), base_offset,
                                     max(1, max_index_entries * 8 // 12))
         self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        stat = os.fstat(self._fd)
+        self.size = stat.st_size
+        self.inode = stat.st_ino  # the identity regions carry (see FileRegion)
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -193,12 +201,12 @@ class LogSegment:
                 region_end += h.size
             else:
                 if region_start >= 0:
-                    regions.append(FileRegion(path, region_start, region_end - region_start))
+                    regions.append(FileRegion(path, region_start, region_end - region_start, self.inode))
                 region_start, region_end = h.position, h.position + h.size
             total += h.size
             next_offset = h.next_offset
         if region_start >= 0:
-            regions.append(FileRegion(path, region_start, region_end - region_start))
+            regions.append(FileRegion(path, region_start, region_end - region_start, self.inode))
         return regions, next_offset, total
 
     def read_regions(self, start_offset: int, max_bytes: int, max_offset: int | None = None) -> list[FileRegion]:
