@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 from dataclasses import replace
 
 import pytest
@@ -316,5 +317,32 @@ def test_delete_records_is_refused_off_the_leader_and_for_compact_only_topics(tm
         compacted = make_replica(tmp_path / "b", config(cleanup_policy=("compact",)))
         assert await compacted.delete_records(0) == DeleteRecordsResult(ErrorCode.POLICY_VIOLATION)
         compacted.close()
+
+    asyncio.run(scenario())
+
+
+def test_replica_applies_retention_periodically_and_removes_files_when_due(tmp_path):
+    """The actor's own schedule: retention.check.interval.ms, then file.delete.delay.ms."""
+    quick = config(retention_ms=HOUR, retention_check_interval_ms=20, file_delete_delay_ms=300)
+
+    async def eventually(condition, timeout_s: float = 10.0) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while not condition():
+            assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+            await asyncio.sleep(0.01)
+
+    async def scenario() -> None:
+        replica = make_replica(tmp_path, quick)
+        directory = tmp_path / "t-0"
+        old = int(time.time() * 1000) - 2 * HOUR
+        while len(replica._log.segments) < 3:
+            replica.append([batch(old)], -1)
+        end = replica.status().log_end_offset
+        await replica.ready()
+        await eventually(lambda: replica.status().log_start_offset == end)
+        assert deleted_files(directory)  # renamed first...
+        await eventually(lambda: not deleted_files(directory))  # ...removed after the delay
+        assert sorted(p.name for p in directory.glob("*.log")) == [f"{end:020d}.log"]
+        replica.close()
 
     asyncio.run(scenario())
