@@ -102,6 +102,7 @@ class FileCache:
         return files
 
     def release(self, files: Iterable[Any]) -> None:
+        """Unpin files from `acquire`; one evicted meanwhile is closed with its last pin."""
         for f in files:
             self._pins[f] -= 1
             if self._pins[f] <= 0:
