@@ -8,7 +8,7 @@ its `ReplicaChannel` keeps one connection to it and pipelines: appends are writt
 they arrive (the socket keeps their order, and the replica applies them in that order),
 reads are answered by request id so a parked read holds nothing up. Fetch answers are
 file regions, never the bytes: the front end sends them to the client with sendfile.
-Ray actor calls remain for the rare control-like requests (ListOffsets).
+Ray actor calls remain for the rare control-like requests (ListOffsets, DeleteRecords).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable
 from rafka.common.errors import ErrorCode
 from rafka.common.frames import FramedProtocol
 from rafka.partition_worker import data_channel as dc
-from rafka.partition_worker.messages import FetchResult, OffsetLookup, ProduceResult
+from rafka.partition_worker.messages import DeleteRecordsResult, FetchResult, OffsetLookup, ProduceResult
 
 log = logging.getLogger(__name__)
 
@@ -121,10 +121,18 @@ class ReplicaChannel:
             return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     async def list_offset(self, timestamp: int) -> OffsetLookup:
+        return await self._call("list_offset", timestamp, OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+
+    async def delete_records(self, offset: int) -> DeleteRecordsResult:
+        return await self._call("delete_records", offset, DeleteRecordsResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+
+    async def _call(self, method: str, argument: Any, if_lost: Any) -> Any:
+        """An actor call; `if_lost` when the replica process is gone (the client then
+        refreshes its metadata and retries)."""
         try:
-            return await self.actor.list_offset.remote(timestamp)
+            return await getattr(self.actor, method).remote(argument)
         except Exception:  # noqa: BLE001 - the replica process is gone
-            return OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            return if_lost
 
     def close(self) -> None:
         if self._protocol is not None and self._protocol.transport is not None:

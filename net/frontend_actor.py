@@ -19,6 +19,7 @@ from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.coordinator.producer_ids import ProducerIdManager, ProducerIdSource
 from rafka.net.data_plane import ReplicaChannel
 from rafka.partition_worker.record_batch import next_offset_after
+from rafka.partition_worker.segment_files import read_region
 from rafka.net.handlers import RequestDispatcher
 from rafka.common.metadata import ClusterMetadata
 from rafka.net.server import DEFAULT_MAX_REQUEST_BYTES, KafkaServer
@@ -138,7 +139,6 @@ class Frontend:
             if not result.regions:
                 return
             for region in result.regions:
-                with open(region.path, "rb") as f:
-                    data = os.pread(f.fileno(), region.length, region.position)
+                data = read_region(region.path, region.position, region.length, region.inode)
                 offset = next_offset_after(data, offset)
                 yield data

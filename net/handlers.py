@@ -26,7 +26,7 @@ from rafka.partition_worker.messages import FetchResult
 log = logging.getLogger(__name__)
 
 API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS = 18, 3, 0, 1, 2
-CREATE_TOPICS, DELETE_TOPICS, INIT_PRODUCER_ID = 19, 20, 22
+CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, INIT_PRODUCER_ID = 19, 20, 21, 22
 NULL_UUID = uuid.UUID(int=0)
 
 
@@ -72,7 +72,7 @@ def _advertised_ranges() -> dict[int, tuple[int, int]]:
 
 
 IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS,
-               INIT_PRODUCER_ID, *GROUP_APIS, *CONFIG_APIS)
+               DELETE_RECORDS, INIT_PRODUCER_ID, *GROUP_APIS, *CONFIG_APIS)
 
 
 class RequestDispatcher:
@@ -89,6 +89,7 @@ class RequestDispatcher:
             LIST_OFFSETS: self._list_offsets,
             CREATE_TOPICS: self._create_topics,
             DELETE_TOPICS: self._delete_topics,
+            DELETE_RECORDS: self._delete_records,
             INIT_PRODUCER_ID: self._init_producer_id,
         }
         # Group APIs also get who asked (client id, host): members are described with them.
@@ -303,6 +304,35 @@ class RequestDispatcher:
                 entry.update(error_code=result.error, timestamp=result.timestamp, offset=result.offset,
                              leader_epoch=result.leader_epoch)
             topics_out.append({"name": name, "partitions": entries})
+        return {"throttle_time_ms": 0, "topics": topics_out}
+
+    # -- DeleteRecords -----------------------------------------------------------------
+    async def _delete_records(self, version: int, body: dict) -> dict:
+        """Each partition goes to its local leader replica, which moves its log start offset.
+
+        Answers still missing after timeout_ms get REQUEST_TIMED_OUT (the deletion may still
+        take effect, as in Kafka). With timeout_ms <= 0 the replicas' own step is awaited
+        all the same: Kafka does that step before it waits, and only waits for followers.
+        """
+        timeout_ms = body["timeout_ms"]
+        topics_out, calls = [], []
+        for topic in body["topics"]:
+            entries = []
+            for p in topic["partitions"]:
+                err, channel = self._leader_channel(topic["name"], p["partition_index"])
+                entry = {"partition_index": p["partition_index"], "low_watermark": -1, "error_code": err}
+                entries.append(entry)
+                if channel is not None:
+                    calls.append((entry, asyncio.ensure_future(channel.delete_records(p["offset"]))))
+            topics_out.append({"name": topic["name"], "partitions": entries})
+        if calls:
+            await asyncio.wait([job for _, job in calls], timeout=timeout_ms / 1000 if timeout_ms > 0 else None)
+        for entry, job in calls:
+            if job.done():
+                result = job.result()
+                entry.update(error_code=result.error, low_watermark=result.low_watermark)
+            else:
+                entry["error_code"] = ErrorCode.REQUEST_TIMED_OUT
         return {"throttle_time_ms": 0, "topics": topics_out}
 
     # -- InitProducerId -------------------------------------------------------------

@@ -9,7 +9,10 @@ pauses (backpressure instead of unbounded memory).
 
 Frames are read by `FramedProtocol` straight into a buffer of their own size. Response
 parts are `bytes` or objects with `regions` (file regions of record batches), which are
-sent with `os.sendfile` by the event loop.
+sent with `os.sendfile` by the event loop. Every region's file is found (by path and inode,
+see `partition_worker/segment_files.py`) before the response's size is written: a segment
+deleted for good in between closes that connection cleanly instead of sending a partial or
+wrong frame, and the client reconnects and fetches again.
 """
 from __future__ import annotations
 
@@ -18,12 +21,14 @@ import logging
 import os
 import socket
 import struct
-from collections import OrderedDict, deque
-from typing import Any, Protocol
+import time
+from collections import Counter, OrderedDict, deque
+from typing import Any, Iterable, Protocol
 
 from rafka.common.errors import KafkaError
 from rafka.common.frames import FrameError, FramedProtocol
 from rafka.common.logging_util import Prefixed
+from rafka.partition_worker.segment_files import open_region_file
 
 log = logging.getLogger(__name__)
 
@@ -45,64 +50,96 @@ class RequestHandler(Protocol):
         """
 
 
-class StaleRegionError(OSError):
-    """A fetch region's file is gone (deleted by retention or replaced by the cleaner after the
-    read was answered): the answer cannot be sent, so its connection is closed cleanly."""
-
-
 class FileCache:
-    """A bounded cache of open segment files, for sendfile. Least recently used closes first.
+    """A bounded cache of open segment files for sendfile, keyed by (path, inode).
 
-    Files are keyed by (path, inode): a region names the file it was read from by both, so
-    bytes are only ever sent from that very file. Retention renames a segment's files to
-    `<name>.deleted` and the cleaner replaces a `.log` by a new file of the same name; a
-    region read before either still finds its file (already open, or under `.deleted`), and
-    one whose file is gone raises StaleRegionError rather than sending another file's bytes.
+    An open file keeps reading its own bytes after its segment is renamed `.deleted`, removed
+    or replaced under the same name, so a cached entry is always right; a new one is opened by
+    path and inode (`open_region_file`). Files a response is being sent from are pinned
+    (`acquire`/`release`): eviction closes them only once released. Least recently used goes
+    first; every `SWEEP_INTERVAL_S` unpinned files that were unlinked are closed, so deleted
+    segments do not hold disk space for long.
     """
+
+    SWEEP_INTERVAL_S = 30.0
 
     def __init__(self, capacity: int = 256) -> None:
         self._capacity = capacity
         self._files: OrderedDict[tuple[str, int], Any] = OrderedDict()
+        self._pins: Counter = Counter()
+        self._retired: set = set()  # evicted while pinned: closed on release
+        self._next_sweep = time.monotonic() + self.SWEEP_INTERVAL_S
 
-    def get(self, path: str, inode: int = 0) -> Any:
-        """An open file for `path` that is the inode `inode` (0: whatever `path` names now)."""
+    def get(self, path: str, inode: int = 0) -> Any | None:
+        """The open file `path` named when it had `inode` (0: whatever is there); None when it is gone."""
         key = (path, inode)
         f = self._files.get(key)
-        if f is not None and (inode or self._names(path, f)):
+        if f is not None:
             self._files.move_to_end(key)
             return f
-        if f is not None:
-            del self._files[key]  # not closed here: a sendfile may still use it; freed when unreferenced
-        f = self._open_identified(path, inode)
+        f = open_region_file(path, inode)
+        if f is None:
+            return None
         self._files[key] = f
-        if len(self._files) > self._capacity:
+        while len(self._files) > self._capacity:
             _, old = self._files.popitem(last=False)
-            old.close()
+            self._retire(old)
         return f
 
-    @staticmethod
-    def _names(path: str, f: Any) -> bool:
-        try:
-            return os.stat(path).st_ino == os.fstat(f.fileno()).st_ino
-        except FileNotFoundError:
-            return False
+    def acquire(self, regions: Iterable[Any]) -> list[Any] | None:
+        """The file of each region (objects with path and inode), pinned until `release`;
+        None, with nothing pinned, when any of them no longer exists."""
+        if time.monotonic() >= self._next_sweep:
+            self.sweep()
+        files = []
+        for region in regions:
+            f = self.get(region.path, getattr(region, "inode", 0))
+            if f is None:
+                self.release(files)
+                return None
+            self._pins[f] += 1
+            files.append(f)
+        return files
 
-    @staticmethod
-    def _open_identified(path: str, inode: int) -> Any:
-        for candidate in (path, path + ".deleted"):
-            try:
-                f = open(candidate, "rb", buffering=0)
-            except FileNotFoundError:
-                continue
-            if not inode or os.fstat(f.fileno()).st_ino == inode:
-                return f
+    def release(self, files: Iterable[Any]) -> None:
+        """Unpin files from `acquire`; one evicted meanwhile is closed with its last pin."""
+        for f in files:
+            self._pins[f] -= 1
+            if self._pins[f] <= 0:
+                del self._pins[f]
+                if f in self._retired:
+                    self._retired.discard(f)
+                    f.close()
+
+    def sweep(self) -> int:
+        """Close cached files that were unlinked (their segment was deleted); returns how many."""
+        self._next_sweep = time.monotonic() + self.SWEEP_INTERVAL_S
+        gone = [key for key, f in self._files.items() if _unlinked(f)]
+        for key in gone:
+            self._retire(self._files.pop(key))
+        return len(gone)
+
+    def _retire(self, f: Any) -> None:
+        if self._pins[f] > 0:
+            self._retired.add(f)
+        else:
+            self._pins.pop(f, None)
             f.close()
-        raise StaleRegionError(f"segment file {path} (inode {inode}) is gone")
+
+    def __len__(self) -> int:
+        return len(self._files)
 
     def close(self) -> None:
         for f in self._files.values():
             f.close()
         self._files.clear()
+
+
+def _unlinked(f: Any) -> bool:
+    try:
+        return os.fstat(f.fileno()).st_nlink == 0
+    except (OSError, ValueError):
+        return True
 
 
 class _Connection:
@@ -171,7 +208,11 @@ class _Connection:
                     self._paused = False
                     protocol.transport.resume_reading()
                 if parts is not None:
-                    await self._write(loop, parts)
+                    try:
+                        await self._write(loop, parts)
+                    except CloseConnection as e:
+                        self._server.log.warning("closing %s: %s", self._peer(), e)
+                        return
         except (ConnectionError, OSError) as e:
             self._server.log.debug("connection %s lost: %s", self._peer(), e)
         finally:
@@ -185,26 +226,25 @@ class _Connection:
         transport = self.protocol.transport
         if transport is None or transport.is_closing():
             raise ConnectionError("connection closed")
-        # Every region's file is found before a byte is written: a region whose segment is gone
-        # closes the connection (the client retries the fetch) instead of sending a partial frame.
-        files = {}
-        for part in parts:
-            for region in getattr(part, "regions", None) or ():
-                try:
-                    files[id(region)] = self._server.files.get(region.path, getattr(region, "inode", 0))
-                except OSError as e:
-                    self._server.log.warning("closing connection %s: cannot send a fetched region: %s",
-                                             self._peer(), e)
-                    raise ConnectionError(str(e)) from e
-        transport.write(_SIZE.pack(sum(len(p) for p in parts)))
-        for part in parts:
-            regions = getattr(part, "regions", None)
-            if regions is None:
-                transport.write(part)
-                continue
-            for region in regions:
-                await loop.sendfile(transport, files[id(region)], region.position, region.length, fallback=True)
-        await self.protocol.drain()
+        # Find every file before the first byte goes out: a frame is sent whole or not at all.
+        regions = [r for part in parts for r in getattr(part, "regions", None) or ()]
+        cache = self._server.files
+        files = cache.acquire(regions) if regions else []
+        if files is None:
+            raise CloseConnection("a segment file of the fetch response was deleted before it could be sent")
+        try:
+            transport.write(_SIZE.pack(sum(len(p) for p in parts)))
+            opened = iter(files)
+            for part in parts:
+                part_regions = getattr(part, "regions", None)
+                if part_regions is None:
+                    transport.write(part)
+                    continue
+                for region in part_regions:
+                    await loop.sendfile(transport, next(opened), region.position, region.length, fallback=True)
+            await self.protocol.drain()
+        finally:
+            cache.release(files)
 
 
 class KafkaServer:

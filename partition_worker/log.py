@@ -25,6 +25,11 @@ checked against it before it is written (duplicates are answered with their firs
 not written again); a snapshot `<offset>.snapshot` is written at every roll and at `close`,
 and `open` loads the newest usable snapshot and replays the batches after it, as Kafka's
 `UnifiedLog.loadProducerState`. Snapshots above the recovered log end are deleted first.
+
+The log start offset is state of its own (Kafka's `logStartOffset`): DeleteRecords moves it
+into the middle of a segment, retention (`retention.py`) moves it to the new first segment's
+base. Reads below it fail, and producer state and snapshots below it are dropped. The caller
+persists it (the log dir's `log-start-offset-checkpoint`) and passes it back to `open`.
 """
 from __future__ import annotations
 
@@ -43,6 +48,7 @@ from rafka.common.logging_util import Prefixed
 from rafka.partition_worker import timestamps
 from rafka.partition_worker import cleaner as _cleaner
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult, LogCleaning
+from rafka.partition_worker import retention
 from rafka.partition_worker.producer_state import ProducerStateManager, list_snapshots
 from rafka.partition_worker.record_batch import (
     BatchHeader, TimestampType, assign_offsets, decode_records, parse_header, validate_batches,
@@ -50,6 +56,7 @@ from rafka.partition_worker.record_batch import (
 from rafka.partition_worker.segment import (
     INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, FileRegion, LogSegment, segment_name,
 )
+from rafka.partition_worker.segment_files import read_region
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 _INT32_MAX = 0x7FFFFFFF
@@ -102,6 +109,8 @@ class PartitionLog:
         self._random = random.Random()
         self._roll_jitter_ms = self._draw_roll_jitter()
         self._rolling_timestamps: dict[int, tuple[int, int]] = {}
+        self._log_start_offset = segments[0].base_offset
+        self._pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment renamed .deleted)
         self._closed = False
         self._swapped_out: list[tuple[int, tuple[LogSegment, ...]]] = []  # (delete at ms, segments)
         self._logger = Prefixed(logging.getLogger(__name__),
@@ -111,12 +120,15 @@ class PartitionLog:
     # -- opening -------------------------------------------------------------------------
     @classmethod
     def open(cls, directory: Path, config: LogConfig, *, now_ms: int | None = None,
-             recovery_point: int | None = None) -> "PartitionLog":
+             recovery_point: int | None = None, log_start_offset: int | None = None) -> "PartitionLog":
         """Open (creating if needed) the log in `directory`, recovering it after an unclean stop.
 
         `recovery_point` is the checkpointed offset below which everything was fsynced (None:
         unknown, so 0). After an unclean stop the segments from the one holding it onwards are
-        scanned; see the module docstring. `now_ms` starts the `flush.ms` clock and expires
+        scanned; see the module docstring. `log_start_offset` is the persisted value (the log
+        dir's checkpoint), clamped into [first segment's base, log end]; None: the first
+        segment's base. Interrupted cleaner swaps are completed or rolled back and files left
+        as `.deleted` are removed first. `now_ms` starts the `flush.ms` clock and expires
         producers.
         """
         directory = Path(directory)
@@ -127,6 +139,9 @@ class PartitionLog:
         marker = directory / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
         _cleaner.recover_interrupted_swaps(directory, logger)
+        leftovers = retention.remove_leftover_deleted_files(directory)
+        if leftovers:
+            logger.info("removed %d files left marked for deletion: %s", len(leftovers), ", ".join(leftovers[:10]))
         bases = sorted(int(p.name[:-len(LOG_SUFFIX)]) for p in directory.iterdir()
                        if p.name.endswith(LOG_SUFFIX) and p.name[:-len(LOG_SUFFIX)].isdigit())
         for p in directory.iterdir():  # indexes whose segment is gone (Kafka deletes them too)
@@ -167,6 +182,8 @@ class PartitionLog:
         log = cls(directory, config, segments)
         log._recovery_point = log.log_end_offset if clean else min(checkpoint, log.log_end_offset)
         log._last_flush_ms = now
+        if log_start_offset is not None:
+            log._log_start_offset = min(max(log_start_offset, segments[0].base_offset), log.log_end_offset)
         log._load_producer_state(now)
         if clean:
             marker.unlink()
@@ -200,6 +217,7 @@ class PartitionLog:
                 state.update(header, header.base_offset)
                 replayed += 1
         state.remove_expired(now_ms)
+        self._prune_producer_state()
         if replayed:
             self._logger.info("rebuilt producer state from %d batches after offset %d", replayed, loaded)
             state.write_snapshot(self.directory, end)
@@ -217,8 +235,8 @@ class PartitionLog:
     # -- offsets ---------------------------------------------------------------------------
     @property
     def log_start_offset(self) -> int:
-        """First offset of the log: the first segment's base (no retention or DeleteRecords yet)."""
-        return self._segments[0].base_offset
+        """First readable offset: at or above the first segment's base, at most the log end."""
+        return self._log_start_offset
 
     @property
     def log_end_offset(self) -> int:
@@ -343,6 +361,11 @@ class PartitionLog:
                 and self._time_waited_for_roll(active, now_ms, max_timestamp)
                 <= self.config.segment_ms - self._roll_jitter_ms):
             return active
+        return self._roll()
+
+    def _roll(self) -> LogSegment:
+        """Seal the (non-empty) active segment and start a new one at the log end."""
+        active = self._segments[-1]
         new_base = active.next_offset
         active.seal()
         self._flush_upto(new_base)  # Kafka flushes a rolled segment (asynchronously); here at roll time
@@ -386,7 +409,7 @@ class PartitionLog:
         """
         segments, bases = self._segments, self._bases  # one stable snapshot
         end = segments[-1].next_offset
-        start = segments[0].base_offset
+        start = self._log_start_offset
         if offset < start or offset > end:
             raise OffsetOutOfRangeError(
                 f"Received request for offset {offset} for partition {self.directory.name}, "
@@ -412,10 +435,9 @@ class PartitionLog:
         return ReadResult(tuple(regions), next_offset)
 
     def read_bytes(self, region: FileRegion) -> bytes:
-        """The bytes of a region (tests, tools and callers without sendfile)."""
-        with open(region.path, "rb") as f:
-            f.seek(region.position)
-            return f.read(region.length)
+        """The bytes of a region (tests, tools and callers without sendfile), found by its
+        file's identity even after its segment was deleted; FileNotFoundError once it is gone."""
+        return read_region(region.path, region.position, region.length, region.inode)
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record whose timestamp is >= `timestamp`; None when none.
@@ -456,6 +478,110 @@ class PartitionLog:
             if r.timestamp == h.max_timestamp:
                 return r.offset, r.timestamp
         return h.last_offset, h.max_timestamp
+
+    # -- log start offset and retention -------------------------------------------------------
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int, high_watermark: int,
+                                         reason: str) -> bool:
+        """Move the log start offset up to `new_log_start_offset` (Kafka's
+        `maybeIncrementLogStartOffset`); False when it is not above the current one.
+
+        Raises OffsetOutOfRangeError above `high_watermark`: only committed records can go.
+        Producers whose last batch is below it are forgotten and snapshots below it deleted.
+        Segments wholly below it stay until `delete_old_segments` (or
+        `delete_segments_below_log_start`) removes them.
+        """
+        self._check_open()
+        if new_log_start_offset > high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {new_log_start_offset} of partition "
+                f"{self.directory.name} since it is larger than the high watermark {high_watermark}")
+        return self._increment_log_start_offset(new_log_start_offset, reason)
+
+    def _increment_log_start_offset(self, new_log_start_offset: int, reason: str) -> bool:
+        if new_log_start_offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = new_log_start_offset
+        self._logger.info("Incremented log start offset to %d due to %s", new_log_start_offset, reason)
+        self._prune_producer_state()
+        return True
+
+    def _prune_producer_state(self) -> None:
+        """Drop producer state and snapshots below the log start offset (Kafka's
+        `onLogStartOffsetIncremented` and `deleteSnapshotsBefore`)."""
+        start = self._log_start_offset
+        gone = self.producer_state.on_log_start_offset(start)
+        if gone:
+            self._logger.info("forgot %d producers whose records are all below the log start offset %d",
+                              len(gone), start)
+        ProducerStateManager.delete_snapshots_before(self.directory, start)
+
+    def delete_old_segments(self, high_watermark: int, now_ms: int | None = None) -> int:
+        """One retention pass (Kafka 3.9's `deleteOldSegments`); returns the segments deleted.
+
+        Segments below the log start offset go whatever the cleanup.policy; with `delete` in
+        it, then retention.bytes and retention.ms are applied (`retention.py`). Only segments
+        wholly below `high_watermark` are considered.
+        """
+        now_ms = _now_ms() if now_ms is None else now_ms
+        deleted = self.delete_segments_below_log_start(high_watermark, now_ms)
+        if self.config.delete:
+            deleted += self._delete_segments(
+                retention.retention_size_breached(self._segments, self.config.retention_bytes, high_watermark),
+                now_ms)
+            deleted += self._delete_segments(
+                retention.retention_ms_breached(self._segments, self.config.retention_ms, now_ms, high_watermark),
+                now_ms)
+        return deleted
+
+    def delete_segments_below_log_start(self, high_watermark: int, now_ms: int | None = None) -> int:
+        """Delete the segments wholly below the log start offset (after DeleteRecords)."""
+        plan = retention.log_start_offset_breached(self._segments, self._log_start_offset, high_watermark)
+        return self._delete_segments(plan, _now_ms() if now_ms is None else now_ms)
+
+    def _delete_segments(self, plan: retention.DeletionPlan, now_ms: int) -> int:
+        """Take the planned (oldest) segments out of the segment list and mark their files
+        deleted; the log start offset moves to the new first segment's base.
+
+        When every segment is planned, a new active segment is rolled first, as Kafka does, so
+        the log always keeps one. Readers holding the old tuple keep their snapshot, and their
+        regions stay readable through the `.deleted` names until `delete_pending_files`.
+        """
+        self._check_open()
+        doomed = plan.segments
+        if not doomed:
+            return 0
+        if len(doomed) == len(self._segments):
+            self._roll()
+        count = len(doomed)
+        for segment in doomed:
+            self._logger.info("Deleting segment %r due to %s", segment, plan.reason)
+        self._segments = self._segments[count:]
+        self._bases = self._bases[count:]
+        due = now_ms + self.config.file_delete_delay_ms
+        for segment in doomed:
+            retention.mark_deleted(segment)
+            self._pending_deletes.append((due, segment))
+        _fsync_dir(self.directory)
+        self._increment_log_start_offset(self._segments[0].base_offset, "SegmentDeletion")
+        return count
+
+    def delete_pending_files(self, now_ms: int | None = None) -> int:
+        """Remove the `.deleted` files whose file.delete.delay.ms has passed; returns how many
+        segments' files were removed. The owning actor calls it periodically."""
+        now_ms = _now_ms() if now_ms is None else now_ms
+        due = [seg for when, seg in self._pending_deletes if when <= now_ms]
+        if not due:
+            return 0
+        self._pending_deletes = [(when, seg) for when, seg in self._pending_deletes if when > now_ms]
+        for segment in due:
+            retention.delete_marked_files(segment)
+        self._logger.info("Deleted segment files %s", ", ".join(repr(s) for s in due))
+        return len(due)
+
+    @property
+    def next_file_deletion_ms(self) -> int | None:
+        """When `delete_pending_files` next has work (None: nothing pending)."""
+        return min((when for when, _ in self._pending_deletes), default=None)
 
     # -- durability and lifecycle ------------------------------------------------------------
     def flush(self, now_ms: int | None = None) -> None:
@@ -513,6 +639,9 @@ class PartitionLog:
         for seg in self._segments:
             seg.close()
         self.delete_swapped_out_segments(force=True)
+        for _, seg in self._pending_deletes:  # their .deleted files go when the log is next opened
+            seg.close()
+        self._pending_deletes.clear()
         marker = self.directory / CLEAN_SHUTDOWN_FILE
         fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:

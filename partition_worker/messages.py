@@ -19,7 +19,8 @@ class ProduceResult:
 
 @dataclass(frozen=True)
 class Region:
-    """Bytes of whole record batches inside one segment file."""
+    """Bytes of whole record batches inside one segment file; `inode` identifies the file
+    (0: unknown), so a reader never sends another file that took its name (segment_files.py)."""
 
     path: str
     position: int
@@ -49,6 +50,14 @@ class OffsetLookup:
 
 
 @dataclass(frozen=True)
+class DeleteRecordsResult:
+    """DeleteRecords on one partition: the new low watermark (-1 with an error)."""
+
+    error: ErrorCode
+    low_watermark: int = -1
+
+
+@dataclass(frozen=True)
 class ReplicaStatus:
     topic: str
     partition: int
@@ -67,3 +76,6 @@ LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
+
+# DeleteRecords' offset meaning "up to the high watermark" (Kafka's DeleteRecordsRequest.HIGH_WATERMARK).
+HIGH_WATERMARK_OFFSET = -1

@@ -33,8 +33,8 @@ from rafka.partition_worker.checkpoints import (
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
 from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.messages import (
-    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
-    FetchResult, OffsetLookup, ProduceResult, Region, ReplicaStatus,
+    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, HIGH_WATERMARK_OFFSET, LATEST_TIMESTAMP, MAX_TIMESTAMP,
+    DeleteRecordsResult, FetchResult, OffsetLookup, ProduceResult, Region, ReplicaStatus,
 )
 from rafka.partition_worker.replica_state import LeaderAndIsr, ReplicaState
 
@@ -61,13 +61,16 @@ class PartitionReplica:
         directory = partition_dir(log_dir, tp)
         self._check_topic_id(directory, topic_id)
         self._log = PartitionLog.open(directory, config,
-                                      recovery_point=checkpoint.recovery_point if checkpoint else None)
+                                      recovery_point=checkpoint.recovery_point if checkpoint else None,
+                                      log_start_offset=checkpoint.log_start_offset if checkpoint else None)
         self._leader_epochs = LeaderEpochCache(directory)
         self._state = ReplicaState(broker_id=broker_id)
         self._appended = asyncio.Event()
         self._expiry_task: asyncio.Task | None = None
         self._flush_task: asyncio.Task | None = None
         self._clean_lock = asyncio.Lock()
+        self._retention_task: asyncio.Task | None = None
+        self._file_deletion_timer: asyncio.TimerHandle | None = None
         self._logger.info("opened log in %.3f s: log start %d, log end %d",
                           time.monotonic() - started, self._log.log_start_offset, self._log.log_end_offset)
 
@@ -100,7 +103,45 @@ class PartitionReplica:
             self._expiry_task = asyncio.ensure_future(self._expire_producers_periodically())
         if self._flush_task is None and self._config.flush_scheduler_interval_ms < LONG_MAX:
             self._flush_task = asyncio.ensure_future(self._flush_periodically())
+        if self._retention_task is None:
+            self._retention_task = asyncio.ensure_future(self._apply_retention_periodically())
         return {"pid": os.getpid(), "socket": self._socket_path}
+
+    async def _apply_retention_periodically(self) -> None:
+        """Every `log.retention.check.interval.ms`, delete old segments (as Kafka's log manager)."""
+        interval = self._config.retention_check_interval_ms / 1000
+        while True:
+            await asyncio.sleep(interval)
+            if self._clean_lock.locked():
+                continue  # a cleaning is reading old segments: delete them at the next check
+            try:
+                self.apply_retention()
+            except OSError:
+                self._logger.exception("retention failed; trying again in %.0f s", interval)
+
+    def apply_retention(self, now_ms: int | None = None) -> int:
+        """One retention pass over the log (bounded by the high watermark); returns the
+        segments deleted. Their files are removed file.delete.delay.ms later."""
+        deleted = self._log.delete_old_segments(self._high_watermark(), now_ms)
+        if deleted:
+            self._schedule_file_deletion()
+        return deleted
+
+    def _schedule_file_deletion(self) -> None:
+        """Arm one timer for the earliest `.deleted` files (later ones are due later still)."""
+        due = self._log.next_file_deletion_ms
+        if self._file_deletion_timer is not None or due is None:
+            return
+        delay_s = max(0.0, due / 1000 - time.time())
+        self._file_deletion_timer = asyncio.get_running_loop().call_later(delay_s, self._delete_due_files)
+
+    def _delete_due_files(self) -> None:
+        self._file_deletion_timer = None
+        try:
+            self._log.delete_pending_files()
+        except OSError:
+            self._logger.exception("could not remove deleted segment files")
+        self._schedule_file_deletion()
 
     async def _expire_producers_periodically(self) -> None:
         """Every `producer.id.expiration.check.interval.ms`, forget idle producers (as Kafka)."""
@@ -185,12 +226,10 @@ class PartitionReplica:
     def close(self) -> ReplicaStatus:
         """Clean shutdown: flush, snapshot producer state and mark the log clean, so the next
         open skips recovery. Returns the final status (its recovery point is the log end)."""
-        if self._expiry_task is not None:
-            self._expiry_task.cancel()
-            self._expiry_task = None
-        if self._flush_task is not None:
-            self._flush_task.cancel()
-            self._flush_task = None
+        for task in (self._expiry_task, self._flush_task, self._retention_task, self._file_deletion_timer):
+            if task is not None:
+                task.cancel()
+        self._expiry_task = self._flush_task = self._retention_task = self._file_deletion_timer = None
         if self._data_server is not None:
             self._data_server.close()
             self._data_server = None
@@ -313,6 +352,29 @@ class PartitionReplica:
             return OffsetLookup(ErrorCode.NONE, -1, -1, epoch)
         offset, ts = found
         return OffsetLookup(ErrorCode.NONE, ts, offset, epoch)
+
+    async def delete_records(self, offset: int) -> DeleteRecordsResult:
+        """DeleteRecords on the leader (Kafka's `Partition.deleteRecordsOnLeader`): move the log
+        start offset up to `offset` (-1: the high watermark) and delete the segments wholly
+        below it. The low watermark answered is the log start offset (the only replica's).
+
+        Not the leader: NOT_LEADER_OR_FOLLOWER. cleanup.policy without `delete`:
+        POLICY_VIOLATION. Negative, or above the high watermark: OFFSET_OUT_OF_RANGE. An offset
+        at or below the current log start changes nothing and answers it.
+        """
+        if not self._state.is_leader:
+            return DeleteRecordsResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if not self._config.delete:
+            return DeleteRecordsResult(ErrorCode.POLICY_VIOLATION)
+        hw = self._high_watermark()
+        target = hw if offset == HIGH_WATERMARK_OFFSET else offset
+        if target < 0 or target > hw:
+            self._logger.info("refused DeleteRecords to offset %d: the high watermark is %d", offset, hw)
+            return DeleteRecordsResult(ErrorCode.OFFSET_OUT_OF_RANGE)
+        self._log.maybe_increment_log_start_offset(target, hw, "ClientRecordDeletion")
+        if self._log.delete_segments_below_log_start(hw):
+            self._schedule_file_deletion()
+        return DeleteRecordsResult(ErrorCode.NONE, self._log.log_start_offset)
 
     # -- internals -----------------------------------------------------------------
     def _high_watermark(self) -> int:

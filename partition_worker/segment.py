@@ -46,7 +46,12 @@ def segment_name(base_offset: int) -> str:
 
 @dataclass(frozen=True)
 class FileRegion:
-    """Bytes [position, position + length) of a segment file: whole batches only."""
+    """Bytes [position, position + length) of a segment file: whole batches only.
+
+    `inode` names the file itself (0: unknown): retention renames a deleted segment to
+    `<path>.deleted` and a compaction swap puts a new file at the same path, so a reader
+    that opens the region later finds its file by path and inode (`segment_files.py`).
+    """
 
     path: str
     position: int

@@ -19,10 +19,10 @@ def test_read_regions_merge_adjacent_batches_and_respect_limits(tmp_path):
         _append(seg, 2, 1000 + i)
     assert seg.next_offset == 112 and seg.max_timestamp == 1006
     size = seg.size // 6
-    assert seg.read_regions(100, 10**6) == [FileRegion(str(seg.log_path), 0, seg.size)]
-    assert seg.read_regions(105, 2 * size) == [FileRegion(str(seg.log_path), 2 * size, 2 * size)]
-    assert seg.read_regions(100, 1) == [FileRegion(str(seg.log_path), 0, size)]
-    assert seg.read_regions(100, 10**6, max_offset=104) == [FileRegion(str(seg.log_path), 0, 2 * size)]
+    assert seg.read_regions(100, 10**6) == [FileRegion(str(seg.log_path), 0, seg.size, seg.inode)]
+    assert seg.read_regions(105, 2 * size) == [FileRegion(str(seg.log_path), 2 * size, 2 * size, seg.inode)]
+    assert seg.read_regions(100, 1) == [FileRegion(str(seg.log_path), 0, size, seg.inode)]
+    assert seg.read_regions(100, 10**6, max_offset=104) == [FileRegion(str(seg.log_path), 0, 2 * size, seg.inode)]
     assert seg.read_regions(112, 10**6) == []
     assert len(seg.index) > 0
 
