@@ -29,17 +29,19 @@ def topic_id_of(bootstrap: str, topic: str) -> uuid.UUID:
     return meta["topics"][0]["topic_id"]
 
 
-def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+def end_offsets(bootstrap: str, topic: str, partitions: int, timestamp: int = -1) -> dict[int, int]:
+    """ListOffsets of every partition: latest (-1) or earliest (-2)."""
     with KafkaConnection.to(bootstrap) as conn:
         answer = conn.request(LIST_OFFSETS, 7, {
             "replica_id": -1, "isolation_level": 0,
             "topics": [{"name": topic, "partitions": [{"partition_index": p, "current_leader_epoch": -1,
-                                                        "timestamp": -1} for p in range(partitions)]}]})
+                                                        "timestamp": timestamp} for p in range(partitions)]}]})
     return {p["partition_index"]: p["offset"] for p in answer["topics"][0]["partitions"]}
 
 
 def test_clean_stop_leaves_kafkas_files_and_a_restart_reads_them(tmp_path):
     from confluent_kafka import Producer
+    from confluent_kafka import TopicPartition as KafkaTopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     data_dir, port = str(tmp_path / "rafka"), free_port()
@@ -52,6 +54,8 @@ def test_clean_stop_leaves_kafkas_files_and_a_restart_reads_them(tmp_path):
             producer.produce("files", b"record-%d" % i, partition=i % 2)
         assert producer.flush(60) == 0
         topic_id = topic_id_of(bootstrap, "files")
+        deleted = admin.delete_records([KafkaTopicPartition("files", 0, 100)])
+        assert list(deleted.values())[0].result(30).low_watermark == 100
         assert rafka("down", "--data-dir", data_dir).returncode == 0
 
         log_dir = next(Path(data_dir).glob("broker-0/logs"))
@@ -59,7 +63,8 @@ def test_clean_stop_leaves_kafkas_files_and_a_restart_reads_them(tmp_path):
         assert "broker.id=0" in props and "cluster.id=" in props
         recovery = read_offset_checkpoint(log_dir / "recovery-point-offset-checkpoint")
         assert recovery[TopicPartition("files", 0)] == 500 and recovery[TopicPartition("files", 1)] == 500
-        assert read_offset_checkpoint(log_dir / "log-start-offset-checkpoint")[TopicPartition("files", 0)] == 0
+        starts = read_offset_checkpoint(log_dir / "log-start-offset-checkpoint")
+        assert starts[TopicPartition("files", 0)] == 100 and starts[TopicPartition("files", 1)] == 0
         assert (log_dir / "cleaner-offset-checkpoint").read_text().startswith("0\n")
         for p in range(2):
             partition_dir = log_dir / f"files-{p}"
@@ -68,6 +73,7 @@ def test_clean_stop_leaves_kafkas_files_and_a_restart_reads_them(tmp_path):
 
         bootstrap, pid = up_detached(data_dir, port)
         assert end_offsets(bootstrap, "files", 2) == {0: 500, 1: 500}
+        assert end_offsets(bootstrap, "files", 2, timestamp=-2) == {0: 100, 1: 0}  # DeleteRecords survived
         assert topic_id_of(bootstrap, "files") == topic_id
     finally:
         rafka("down", "--data-dir", data_dir)
