@@ -21,6 +21,7 @@ with an open writer holds a file descriptor.
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 import struct
 from array import array
 from bisect import bisect_right
@@ -39,8 +40,9 @@ class CorruptIndexError(Exception):
     """
 
 
-class _IndexFile:
-    """The file side of an index: entries written in place, preallocation, trimming, fsync."""
+class _IndexFile(ABC):
+    """The file side of an index: entries written in place, preallocation, trimming, fsync.
+    Subclasses hold the entries and say how many there are."""
 
     ENTRY_SIZE = 8
 
@@ -51,8 +53,9 @@ class _IndexFile:
         self._fd: int | None = None
         self._dirty = False  # written or resized since the last fsync
 
+    @abstractmethod
     def __len__(self) -> int:
-        raise NotImplementedError
+        """The number of entries."""
 
     @property
     def is_full(self) -> bool:
