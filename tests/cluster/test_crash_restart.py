@@ -37,11 +37,13 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
-def up_detached(data_dir: str, port: int) -> tuple[str, int]:
-    """`rafka up --detach` on `data_dir`: (bootstrap servers, pid of the server process)."""
+def up_detached(data_dir: str, port: int, config: str | os.PathLike | None = None) -> tuple[str, int]:
+    """`rafka up --detach` on `data_dir` (with a server.properties `config`): (bootstrap servers,
+    pid of the server process)."""
     import json
 
-    up = rafka("up", "--detach", "--data-dir", data_dir, "--port", str(port))
+    extra = ("--config", str(config)) if config is not None else ()
+    up = rafka("up", "--detach", "--data-dir", data_dir, "--port", str(port), *extra)
     assert up.returncode == 0, up.stderr
     return up.stdout.strip(), json.loads(open(os.path.join(data_dir, "rafka.state.json")).read())["pid"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rafka.partition_worker.record_batch import decode_records
 from rafka.partition_worker.segment import LOG_SUFFIX
-from tests.cluster.test_crash_restart import free_port, group_members, rafka
+from tests.cluster.test_crash_restart import free_port, group_members, rafka, up_detached
 from tests.waiting import wait_until
 
 COMMITS, PARTITIONS = 400, 3
@@ -28,14 +28,6 @@ def offsets_records(data_dir: str) -> int:
     return total
 
 
-def up(data_dir: str, port: int, config: Path) -> tuple[str, int]:
-    import json
-
-    result = rafka("up", "--detach", "--data-dir", data_dir, "--port", str(port), "--config", str(config))
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip(), json.loads(open(os.path.join(data_dir, "rafka.state.json")).read())["pid"]
-
-
 def test_offsets_topic_keeps_the_latest_commit_per_partition_and_reloads_it(tmp_path):
     from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -44,7 +36,7 @@ def test_offsets_topic_keeps_the_latest_commit_per_partition_and_reloads_it(tmp_
     config.write_text("offsets.topic.num.partitions=1\noffsets.topic.segment.bytes=8192\n"
                       "log.cleaner.backoff.ms=200\ngroup.initial.rebalance.delay.ms=0\n")
     data_dir, port = str(tmp_path / "rafka"), free_port()
-    bootstrap, pid = up(data_dir, port, config)
+    bootstrap, pid = up_detached(data_dir, port, config)
     try:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic("compacted-commits", PARTITIONS, 1)])["compacted-commits"].result(60)
@@ -60,7 +52,7 @@ def test_offsets_topic_keeps_the_latest_commit_per_partition_and_reloads_it(tmp_
                    message="__consumer_offsets compacted")
 
         assert rafka("down", "--data-dir", data_dir).returncode == 0
-        bootstrap, pid = up(data_dir, port, config)
+        bootstrap, pid = up_detached(data_dir, port, config)
         probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "many-commits"})
         committed = probe.committed([TopicPartition("compacted-commits", p) for p in range(PARTITIONS)], timeout=60)
         probe.close()
