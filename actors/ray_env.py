@@ -1,4 +1,4 @@
-"""Starting and joining Ray on loopback only.
+"""Starting and joining Ray on loopback only, with broker actors at normal CPU priority.
 
 Ray picks the machine's non-loopback address unless RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0
 is in the environment before `import ray`; this module sets it, so import it before ray.
@@ -10,6 +10,12 @@ import os
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+# Ray starts its workers at nice 15 so that drivers win the CPU. A broker's actors are the
+# service, not background work: at nice 15 on a busy machine (the clients on the same cores)
+# every produce and fetch waits for the scheduler, which caps idempotent producers (five
+# requests in flight) and consumers (one fetch in flight). Workers of the Ray this process
+# starts run at normal priority; a cluster started with `ray start` needs the same variable.
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 import ray  # noqa: E402  (must follow the environment above)
 

@@ -51,6 +51,18 @@ def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS, timeou
     _wait_for_leaders(admin, name, partitions, timeout_s)
 
 
+def delete_topic(bootstrap: str, name: str, timeout_s: float = 60.0) -> None:
+    """Delete `name` and wait for the broker's answer.
+
+    Each workload deletes its topic when done: a rafka partition replica is a Ray actor, and
+    an idle Ray actor still costs about 1% of a core (Ray's own timers), so topics left behind
+    would slow every later run on this 2-core machine, and rafka's more than Tansu's.
+    """
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.delete_topics([name], operation_timeout=timeout_s, request_timeout=timeout_s)
+    futures[name].result(timeout=timeout_s)
+
+
 def _wait_for_controller(admin: AdminClient, timeout_s: float) -> None:
     """Poll metadata until the broker names a controller.
 
@@ -171,8 +183,11 @@ def run_workload(broker: str, bootstrap: str, record_size: int, records: int,
     """Create a fresh topic, produce `records`, consume them back and check the count."""
     topic = f"bench-{record_size}-{int(time.time() * 1000)}"
     create_topic(bootstrap, topic)
-    produce_s = produce(bootstrap, topic, records, record_size, timeout_s, idempotent)
-    consumed, consume_s, consume_cpu_s = consume(bootstrap, topic, records, idle_timeout_s)
+    try:
+        produce_s = produce(bootstrap, topic, records, record_size, timeout_s, idempotent)
+        consumed, consume_s, consume_cpu_s = consume(bootstrap, topic, records, idle_timeout_s)
+    finally:
+        delete_topic(bootstrap, topic)
     result = WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed, consume_cpu_s)
     if consumed != records:
         raise PhaseError(f"{broker} {record_size} B: consumed {consumed} of {records} produced records"

@@ -6,6 +6,7 @@ Each measurement is a small frozen dataclass; `Row` is one line of the final tab
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -143,8 +144,32 @@ class Results:
 
     def summary(self, broker: str, record_size: int) -> WorkloadSummary | None:
         """Best-of-runs rates of one broker and record size, or None if no run succeeded."""
-        runs = tuple(w for w in self.workloads if w.broker == broker and w.record_size == record_size)
+        runs = tuple(self.runs(broker, record_size))
         return WorkloadSummary(broker, record_size, runs) if runs else None
+
+    def runs(self, broker: str, record_size: int) -> list[WorkloadResult]:
+        """Every run of one broker and record size, in the order they ran."""
+        return [w for w in self.workloads if w.broker == broker and w.record_size == record_size]
+
+    def paired_produce_ratio(self, broker: str, other: str, record_size: int) -> float | None:
+        """Median over runs of `broker`'s produce rate divided by `other`'s in the same run.
+
+        The workload runs the two variants back to back in each run, so each pair saw about
+        the same machine load; the median of the paired ratios is steadier on a noisy machine
+        than the ratio of the two best runs, which may come from different moments.
+        """
+        pairs = list(zip(self.runs(broker, record_size), self.runs(other, record_size)))
+        if not pairs:
+            return None
+        return statistics.median(a.produce_rps / b.produce_rps for a, b in pairs)
+
+    def consume_cpu_bound(self, record_size: int, cores: int) -> float | None:
+        """The most records/s a consuming client could reach on `cores` cores if the broker cost
+        no CPU: records per client core-second (the best run of any broker) times the cores.
+        An upper bound: it assumes the client's threads spread over every core."""
+        rates = [w.consume_rps / w.consume_client_core_share for w in self.workloads
+                 if w.record_size == record_size and w.consume_client_core_share > 0]
+        return max(rates) * cores if rates else None
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of the raw measurements and their derived rates."""
@@ -204,6 +229,8 @@ def _fmt(value: float | None, unit: str) -> str:
         return f"{value:,.1f}"
     if unit == "s":
         return f"{value:.1f}"
+    if unit == "ratio":
+        return f"{value:.2f}"
     return f"{value:g}"
 
 

@@ -12,7 +12,10 @@ From one run it measures, with confluent-kafka (acks=1, linger.ms=5, no idempote
   5. the seconds `rafka up --detach` takes to serve, against 15 s;
   6. an idempotent producer (enable.idempotence=true, acks=all), run by run beside the plain
      workload, against 85% of its produce rate (idempotence should cost < 15%); the same pair
-     on Tansu shows what idempotence costs the client itself on this machine.
+     on Tansu shows what idempotence costs the client itself on this machine; besides the
+     best-of-runs ratio, the median of the per-run ratios (each pair ran back to back);
+  7. the client's consume CPU bound: the consumer's records per CPU-second times the cores,
+     the most any broker could get out of this client on this machine.
 and prints a table: metric, rafka, peer/limit, ratio, target, met?
 
 Progress goes to stderr, results to stdout. Exit 0 when every phase ran, 1 otherwise.
@@ -227,6 +230,14 @@ def comparison_rows(results: Results) -> list[Row]:
             plain, idempotent = results.summary(broker, size), results.summary(broker + IDEMPOTENT_SUFFIX, size)
             rows.append(Row(f"{broker}: idempotent produce {size_label(size)} rec/s vs non-idempotent",
                             _rate(idempotent, "produce", "rps"), _rate(plain, "produce", "rps"), "rec/s", target))
+            paired = results.paired_produce_ratio(broker + IDEMPOTENT_SUFFIX, broker, size)
+            rows.append(Row(f"{broker}: idempotent/non-idempotent produce {size_label(size)}, median of"
+                            f" {len(results.runs(broker, size))} paired runs", paired, 1.0 if paired else None,
+                            "ratio", target))
+    for size in RECORD_SIZES:
+        ours, bound = results.summary("rafka", size), results.consume_cpu_bound(size, os.cpu_count() or 1)
+        rows.append(Row(f"consume {size_label(size)} rec/s vs client CPU bound (broker at 0 CPU)",
+                        _rate(ours, "consume", "rps"), bound, "rec/s"))
     for size in RECORD_SIZES:
         ours, ceiling = results.summary("rafka", size), results.enqueue.get(size)
         rows.append(Row(f"produce {size_label(size)} rec/s vs client enqueue ceiling",
@@ -259,6 +270,13 @@ def measurements_text(results: Results) -> str:
     if results.load_average:
         load = ", ".join(f"{k} {v[0]:.1f}" for k, v in results.load_average.items())
         lines.append(f"  1-min load average ({os.cpu_count()} cores): {load}  (other work on the machine skews rates)")
+    for size in RECORD_SIZES:
+        bound, peer = results.consume_cpu_bound(size, os.cpu_count() or 1), results.summary("tansu", size)
+        if bound:
+            target = f"; the consume target, {CONSUME_TARGET:g}x tansu, is {CONSUME_TARGET * peer.consume_rps:,.0f}" \
+                if peer else ""
+            lines.append(f"  client consume CPU bound {size_label(size):>6}: {bound:,.0f} rec/s (the consumer's records"
+                         f" per CPU-second, best run, x {os.cpu_count()} cores: a broker costing no CPU){target}")
     for e in results.enqueue.values():
         lines.append(f"  client enqueue ceiling {size_label(e.record_size):>6}: {e.rps:,.0f} rec/s"
                      f" ({e.mbps:,.1f} MB/s), {e.records:,} produce() calls, no broker, best run")
