@@ -236,7 +236,9 @@ class RequestDispatcher:
                 result = next(done)
                 entry = {"index": index, "error_code": result.error, "base_offset": result.base_offset,
                          "log_append_time_ms": result.log_append_time_ms,
-                         "log_start_offset": result.log_start_offset, "error_message": result.error_message}
+                         "log_start_offset": result.log_start_offset, "error_message": result.error_message,
+                         "record_errors": [{"batch_index": i, "batch_index_error_message": m}
+                                           for i, m in result.record_errors]}
             by_topic.setdefault(topic, []).append(entry)
         return {"responses": [{"name": t, "partition_responses": ps} for t, ps in by_topic.items()],
                 "throttle_time_ms": 0}

@@ -29,6 +29,8 @@ _APPEND_HEAD = struct.Struct(">BbI")         # op, acks, number of record sets
 _U32 = struct.Struct(">I")
 _READ = struct.Struct(">BqiI")               # op, fetch offset, max bytes, max wait ms
 _PRODUCE_RESULT = struct.Struct(">hqqqH")    # error, base offset, append time, log start, message length
+_RECORD_ERRORS = struct.Struct(">H")         # count of record errors, after the message
+_RECORD_ERROR = struct.Struct(">iH")         # batch index, message length
 _FETCH_HEAD = struct.Struct(">hqqqH")        # error, high watermark, last stable, log start, regions
 _REGION = struct.Struct(">HqIQ")             # path length, position, length, inode
 
@@ -105,6 +107,10 @@ def encode_produce_results(results: list[ProduceResult]) -> bytes:
         message = (r.error_message or "").encode()[:65535]
         out += _PRODUCE_RESULT.pack(r.error, r.base_offset, r.log_append_time_ms, r.log_start_offset, len(message))
         out += message
+        out += _RECORD_ERRORS.pack(min(len(r.record_errors), 65535))
+        for index, text in r.record_errors[:65535]:
+            encoded = text.encode()[:65535]
+            out += _RECORD_ERROR.pack(index, len(encoded)) + encoded
     return bytes(out)
 
 
@@ -116,7 +122,15 @@ def decode_produce_results(body: memoryview) -> list[ProduceResult]:
         pos += _PRODUCE_RESULT.size
         message = bytes(body[pos:pos + size]).decode() if size else None
         pos += size
-        results.append(ProduceResult(ErrorCode(error), base, append_time, start, message))
+        (count,) = _RECORD_ERRORS.unpack_from(body, pos)
+        pos += _RECORD_ERRORS.size
+        record_errors = []
+        for _ in range(count):
+            index, size = _RECORD_ERROR.unpack_from(body, pos)
+            pos += _RECORD_ERROR.size
+            record_errors.append((index, bytes(body[pos:pos + size]).decode()))
+            pos += size
+        results.append(ProduceResult(ErrorCode(error), base, append_time, start, message, tuple(record_errors)))
     return results
 
 

@@ -15,6 +15,7 @@ class ProduceResult:
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    record_errors: tuple[tuple[int, str], ...] = ()  # (batch index, message), e.g. INVALID_TIMESTAMP's
 
 
 @dataclass(frozen=True)

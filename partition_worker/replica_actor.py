@@ -297,7 +297,7 @@ class PartitionReplica:
                                         max_batch_bytes=self._config.max_message_bytes)
             except KafkaError as e:
                 self._logger.info("refused produce: %s", e)
-                results.append(ProduceResult(e.code, error_message=str(e)))
+                results.append(ProduceResult(e.code, error_message=str(e), record_errors=e.record_errors))
                 continue
             results.append(ProduceResult(ErrorCode.NONE, base_offset=info.base_offset,
                                          log_append_time_ms=info.log_append_time_ms,

@@ -40,13 +40,21 @@ def checks_create_time(config: LogConfig) -> bool:
                                            or config.message_timestamp_after_max_ms != LONG_MAX)
 
 
+INVALID_TIMESTAMP_MESSAGE = "One or more records have been rejected due to invalid timestamp"
+
+
 def check_create_times(buf: memoryview, h: BatchHeader, config: LogConfig, now_ms: int) -> None:
-    """InvalidTimestampError unless every record's timestamp is within the configured bounds."""
+    """InvalidTimestampError unless every record's timestamp is within the configured bounds.
+
+    As Kafka's LogValidator: every record of the batch is checked, each refused one becomes a
+    record error (its index in the batch and why), and the error names them all.
+    """
     low = now_ms - config.message_timestamp_before_max_ms
     high = now_ms + config.message_timestamp_after_max_ms
     _, records = decode_records(buf, h.position, verify_crc=False)
-    for r in records:
-        if r.timestamp != NO_TIMESTAMP and not low <= r.timestamp <= high:
-            raise InvalidTimestampError(
-                f"Timestamp {r.timestamp} of message with offset {r.offset} is out of range. "
+    record_errors = tuple(
+        (index, f"Timestamp {r.timestamp} of message with offset {r.offset} is out of range. "
                 f"The timestamp should be within [{low}, {high}]")
+        for index, r in enumerate(records) if r.timestamp != NO_TIMESTAMP and not low <= r.timestamp <= high)
+    if record_errors:
+        raise InvalidTimestampError(INVALID_TIMESTAMP_MESSAGE, record_errors)

@@ -126,6 +126,8 @@ class KafkaError(Exception):
     """Base of every error that maps to a Kafka error code."""
 
     code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
+    # Produce's per-record errors, (batch index, message): Kafka's RecordValidationException.
+    record_errors: tuple[tuple[int, str], ...] = ()
 
     def __init__(self, message: str = "", code: ErrorCode | None = None) -> None:
         super().__init__(message or self.__class__.__name__)
@@ -209,6 +211,11 @@ class StartupError(Exception):
 
 
 class InvalidTimestampError(KafkaError):
-    """A CreateTime timestamp outside message.timestamp.before/after.max.ms (INVALID_TIMESTAMP)."""
+    """CreateTime timestamps outside message.timestamp.before/after.max.ms (INVALID_TIMESTAMP);
+    `record_errors` names each refused record by its index in the batch, as Kafka does."""
 
     code = ErrorCode.INVALID_TIMESTAMP
+
+    def __init__(self, message: str = "", record_errors: tuple[tuple[int, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = tuple(record_errors)

@@ -69,3 +69,30 @@ def test_too_old_create_time_is_refused_with_invalid_timestamp(bootstrap):
     assert producer.flush(30) == 0
     codes = sorted((e.code() if e is not None else 0) for e in errors)
     assert codes == sorted([KafkaError.INVALID_TIMESTAMP, 0]), errors
+
+
+def test_produce_v8_names_each_refused_record(bootstrap):
+    """Produce v8+ answers INVALID_TIMESTAMP with one record error per refused record (its
+    index in the batch), as Kafka's LogValidator; older versions get the error code alone."""
+    from rafka.partition_worker.record_batch import Record, encode_batch
+
+    topic = f"record-errors-{uuid.uuid4().hex[:6]}"
+    create_topic_with(bootstrap, topic, {"message.timestamp.before.max.ms": "3600000"})
+    now = int(time.time() * 1000)
+    batch = encode_batch([Record(0, now, None, b"a"), Record(1, OLD, None, b"b"), Record(2, now, None, b"c"),
+                          Record(3, OLD + 1, None, b"d")])
+    with KafkaConnection.to(bootstrap) as conn:
+        for version in (9, 7):
+            body = conn.request(0, version, {"transactional_id": None, "acks": 1, "timeout_ms": 30000,
+                                             "topic_data": [{"name": topic, "partition_data": [
+                                                 {"index": 0, "records": batch}]}]})
+            [partition] = body["responses"][0]["partition_responses"]
+            assert partition["error_code"] == 32 and partition["base_offset"] == -1, partition  # INVALID_TIMESTAMP
+            if version >= 8:
+                assert [e["batch_index"] for e in partition["record_errors"]] == [1, 3]
+                assert f"Timestamp {OLD} of message with offset 1 is out of range" in \
+                    partition["record_errors"][0]["batch_index_error_message"]
+                assert partition["error_message"] == "One or more records have been rejected due to invalid timestamp"
+        latest = conn.request(2, 5, {"replica_id": -1, "isolation_level": 0, "topics": [
+            {"name": topic, "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}]})
+    assert latest["topics"][0]["partitions"][0]["offset"] == 0  # nothing of the batch was written

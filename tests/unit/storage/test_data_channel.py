@@ -24,7 +24,9 @@ def test_append_that_runs_past_the_frame_is_refused():
 
 
 def test_produce_results_round_trip():
-    results = [ProduceResult(ErrorCode.NONE, 10, -1, 0), ProduceResult(ErrorCode.CORRUPT_MESSAGE, -1, -1, -1, "bad crc")]
+    results = [ProduceResult(ErrorCode.NONE, 10, -1, 0), ProduceResult(ErrorCode.CORRUPT_MESSAGE, -1, -1, -1, "bad crc"),
+               ProduceResult(ErrorCode.INVALID_TIMESTAMP, -1, -1, 0, "rejected",
+                             ((0, "Timestamp 1 of message with offset 0 is out of range"), (7, "é")))]
     assert dc.decode_produce_results(memoryview(dc.encode_produce_results(results))) == results
 
 

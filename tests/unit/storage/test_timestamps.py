@@ -57,10 +57,14 @@ def test_create_time_batches_are_stored_byte_for_byte(tmp_path):
 def test_create_time_outside_the_bounds_is_refused_and_nothing_written(tmp_path, codec):
     config = LogConfig(message_timestamp_before_max_ms=HOUR, message_timestamp_after_max_ms=HOUR)
     log = PartitionLog.open(tmp_path / "t-0", config)
-    with pytest.raises(InvalidTimestampError, match=r"Timestamp .* of message with offset 1 is out of range"):
+    with pytest.raises(InvalidTimestampError, match="rejected due to invalid timestamp") as refused:
         log.append(batch([NOW, NOW - 2 * HOUR], codec), leader_epoch=0, max_batch_bytes=1 << 20, now_ms=NOW)
-    with pytest.raises(InvalidTimestampError, match=rf"within \[{NOW - HOUR}, {NOW + HOUR}\]"):
-        log.append(batch([NOW + 2 * HOUR]), leader_epoch=0, max_batch_bytes=1 << 20, now_ms=NOW)
+    [(index, message)] = refused.value.record_errors
+    assert index == 1 and f"Timestamp {NOW - 2 * HOUR} of message with offset 1 is out of range" in message
+    with pytest.raises(InvalidTimestampError) as refused:
+        log.append(batch([NOW + 2 * HOUR, NOW, NOW - 3 * HOUR]), leader_epoch=0, max_batch_bytes=1 << 20, now_ms=NOW)
+    assert [i for i, _ in refused.value.record_errors] == [0, 2]  # every refused record, by index
+    assert all(f"within [{NOW - HOUR}, {NOW + HOUR}]" in m for _, m in refused.value.record_errors)
     assert log.log_end_offset == 0 and log.segments[-1].size == 0
     log.append(batch([NOW - HOUR, NOW + HOUR], codec), leader_epoch=0, max_batch_bytes=1 << 20, now_ms=NOW)
     assert log.log_end_offset == 2
