@@ -64,6 +64,7 @@ def produce(bootstrap: str, count: int, size: int) -> float:
             progress("produced", i, count, started)
     remaining = producer.flush(120)
     elapsed = time.monotonic() - started
+    producer.close()  # its connections end here, not at garbage collection after the broker stopped
     progress("produced", count, count, started)
     print(file=sys.stderr)
     if remaining or failures:
@@ -121,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"serving at {bootstrap} after {time.monotonic() - started:.1f} s", file=sys.stderr)
             admin = AdminClient({"bootstrap.servers": bootstrap})
             admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(60)
+            del admin  # no close(): dropping it ends its connections before the broker stops
             print(f"created topic {TOPIC!r} with {PARTITIONS} partitions", file=sys.stderr)
             megabytes = args.records * args.size / 1e6
             produce_s = produce(bootstrap, args.records, args.size)
