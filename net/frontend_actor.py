@@ -109,11 +109,20 @@ class Frontend:
 
     async def ensure_offsets_topic(self) -> None:
         """Create `__consumer_offsets` on first use, as Kafka does (a race with another broker
-        creating it is harmless: TOPIC_ALREADY_EXISTS)."""
+        creating it is harmless: TOPIC_ALREADY_EXISTS). When the broker's coordinator is
+        gone (stopping, or restarting) the topic stays missing and FindCoordinator answers
+        COORDINATOR_NOT_AVAILABLE, which clients retry."""
+        from ray.exceptions import RayActorError
+
         settings = self.groups.settings
         spec = TopicSpec(OFFSETS_TOPIC, settings.partitions, settings.replication_factor,
                          configs=dict(self._offsets_topic_configs))
-        results = await self.create_topics([spec], False, 30000)
+        try:
+            results = await self.create_topics([spec], False, 30000)
+        except RayActorError as e:
+            self._log.warning("could not create %s: the broker's coordinator is unreachable (%s)",
+                              OFFSETS_TOPIC, type(e).__name__)
+            return
         if results[0].error not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
             self._log.warning("could not create %s: %s %s", OFFSETS_TOPIC, results[0].error.name, results[0].message)
 

@@ -1,0 +1,41 @@
+"""FindCoordinator while the broker's coordinator actor is gone (a broker stopping or
+restarting): the front end cannot create `__consumer_offsets`, so the answer is the
+retriable COORDINATOR_NOT_AVAILABLE, not a closed connection."""
+from __future__ import annotations
+
+import asyncio
+
+import rafka.actors.ray_env  # noqa: F401 - Ray's environment before ray is imported
+from ray.exceptions import ActorDiedError
+
+from rafka.common.errors import ErrorCode
+from rafka.net.frontend_actor import Frontend
+from rafka.net.group_handlers import GroupApis, RequestContext
+
+
+class _GoneMethod:
+    """A method of an actor that was killed: every call fails as Ray's handle does."""
+
+    def remote(self, *_args, **_kwargs):
+        async def fail():
+            raise ActorDiedError()
+        return fail()
+
+
+class _GoneCoordinator:
+    def __getattr__(self, _name: str) -> _GoneMethod:
+        return _GoneMethod()
+
+
+def test_find_coordinator_answers_coordinator_not_available() -> None:
+    async def scenario() -> tuple[dict, dict]:
+        frontend = Frontend(0, "127.0.0.1", 0, _GoneCoordinator())
+        apis = GroupApis(frontend)
+        context = RequestContext("test", "/127.0.0.1")
+        v3 = await apis.find_coordinator(3, {"key": "g", "key_type": 0}, context)
+        v4 = await apis.find_coordinator(4, {"coordinator_keys": ["g", "h"], "key_type": 0}, context)
+        return v3, v4
+
+    v3, v4 = asyncio.run(scenario())
+    assert v3["error_code"] == ErrorCode.COORDINATOR_NOT_AVAILABLE and v3["node_id"] == -1
+    assert [c["error_code"] for c in v4["coordinators"]] == [ErrorCode.COORDINATOR_NOT_AVAILABLE] * 2
