@@ -8,10 +8,10 @@ import os
 import socket
 import time
 
+from _instant_broker import instant_broker
+from _results import ConsumeCeilingResult, EnqueueResult, WorkloadResult
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
-from _results import EnqueueResult, WorkloadResult
 
 PARTITIONS = 6
 PRODUCER_CONFIG = {
@@ -25,13 +25,18 @@ PRODUCER_CONFIG = {
 }
 # The idempotent variant (KIP-98): what librdkafka needs for it (acks=all, at most 5 in flight).
 IDEMPOTENT_PRODUCER_CONFIG = {**PRODUCER_CONFIG, "enable.idempotence": True, "acks": "all"}
-CONSUMER_CONFIG = {
-    "group.id": "rafka-bench",  # required by librdkafka; no subscribe/commit (no groups yet)
+# What a user's consumer gets without tuning: librdkafka's own defaults.
+DEFAULT_CONSUMER_CONFIG = {
+    "group.id": "rafka-bench",  # required by librdkafka; assign() with explicit offsets, no commits
     "enable.auto.commit": False,
     "auto.offset.reset": "earliest",
-    # librdkafka backs a partition off for 1 s when its local queue is full (queued.min.messages);
-    # with a fast broker that backoff, not the broker, sets the pace and rates jump between two
-    # levels from run to run. Both brokers get the same shorter backoff so the broker is measured.
+}
+CONSUMER_CONFIG = {
+    **DEFAULT_CONSUMER_CONFIG,
+    # librdkafka backs every partition off for fetch.queue.backoff.ms (default 1,000 ms) once its
+    # local queue holds queued.min.messages (100,000): with a fast broker that pause, not the
+    # broker, sets the pace, and a faster broker fills the queue sooner and waits more. Both
+    # brokers get the same shorter backoff so the broker is measured; the defaults run too.
     "fetch.queue.backoff.ms": 20,
 }
 CONSUME_BATCH = 10_000
@@ -126,14 +131,16 @@ def _send_all(producer: Producer, topic: str, payload: bytes, records: int) -> N
     producer.poll(0)
 
 
-def consume(bootstrap: str, topic: str, expected: int, idle_timeout_s: float) -> tuple[int, float, float]:
-    """Read all partitions of `topic` from offset 0 until `expected` records arrived.
+def consume(bootstrap: str, topic: str, expected: int, idle_timeout_s: float,
+            config: dict | None = None) -> tuple[int, float, float]:
+    """Read all partitions of `topic` from offset 0 until `expected` records arrived, with the
+    benchmark's consumer settings or `config`.
 
     Returns (records consumed, seconds from assign to the last record, CPU seconds this
     process spent meanwhile). Stops early when nothing arrives for `idle_timeout_s`; the
     caller compares the count. The CPU figure shows whether the client was the limit.
     """
-    consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
+    consumer = Consumer({"bootstrap.servers": bootstrap, **(config or CONSUMER_CONFIG)})
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         count = 0
@@ -154,6 +161,19 @@ def consume(bootstrap: str, topic: str, expected: int, idle_timeout_s: float) ->
         return count, last - started, time.process_time() - cpu_started
     finally:
         consumer.close()
+
+
+def consume_ceiling(record_size: int, records: int, idle_timeout_s: float = 20.0) -> ConsumeCeilingResult:
+    """The consumer's own ceiling: the same consume, with the benchmark's settings and with the
+    client's defaults, from a stand-in broker that answers every fetch at once from memory."""
+    topic = "bench-ceiling"
+    with instant_broker(topic, PARTITIONS, records, record_size) as bootstrap:
+        consumed, seconds, cpu_s = consume(bootstrap, topic, records, idle_timeout_s)
+        consumed_defaults, seconds_defaults, _ = consume(bootstrap, topic, records, idle_timeout_s,
+                                                         DEFAULT_CONSUMER_CONFIG)
+    if min(consumed, consumed_defaults) < records:
+        raise PhaseError(f"instant broker {record_size} B: consumed {min(consumed, consumed_defaults)} of {records}")
+    return ConsumeCeilingResult(record_size, consumed, seconds, cpu_s, consumed_defaults, seconds_defaults)
 
 
 def warm_group_coordinator(bootstrap: str, topic: str, timeout_s: float = 60.0) -> None:
@@ -186,13 +206,20 @@ def run_workload(broker: str, bootstrap: str, record_size: int, records: int,
     try:
         produce_s = produce(bootstrap, topic, records, record_size, timeout_s, idempotent)
         consumed, consume_s, consume_cpu_s = consume(bootstrap, topic, records, idle_timeout_s)
+        _check_count(broker, record_size, consumed, records, idle_timeout_s)
+        consumed_defaults, consume_defaults_s, _ = consume(bootstrap, topic, records, idle_timeout_s,
+                                                           DEFAULT_CONSUMER_CONFIG)
+        _check_count(broker, record_size, consumed_defaults, records, idle_timeout_s)
     finally:
         delete_topic(bootstrap, topic)
-    result = WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed, consume_cpu_s)
+    return WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed, consume_cpu_s,
+                          consume_defaults_s)
+
+
+def _check_count(broker: str, record_size: int, consumed: int, records: int, idle_timeout_s: float) -> None:
     if consumed != records:
         raise PhaseError(f"{broker} {record_size} B: consumed {consumed} of {records} produced records"
                          f" (nothing new for {idle_timeout_s:.0f} s)")
-    return result
 
 
 def unused_port() -> int:

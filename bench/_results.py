@@ -25,6 +25,7 @@ class WorkloadResult:
     consume_s: float
     consumed: int
     consume_client_cpu_s: float = 0.0  # CPU of the consuming process (librdkafka + Python loop)
+    consume_defaults_s: float = 0.0  # the same consume again, with librdkafka's default settings
 
     @property
     def consume_client_core_share(self) -> float:
@@ -46,6 +47,10 @@ class WorkloadResult:
     @property
     def consume_mbps(self) -> float:
         return self.consumed * self.record_size / self.consume_s / MB
+
+    @property
+    def consume_defaults_rps(self) -> float:
+        return self.consumed / self.consume_defaults_s if self.consume_defaults_s else 0.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,10 @@ class WorkloadSummary:
     def consume_mbps(self) -> float:
         return max(r.consume_mbps for r in self.runs)
 
+    @property
+    def consume_defaults_rps(self) -> float:
+        return max(r.consume_defaults_rps for r in self.runs)
+
 
 @dataclass(frozen=True)
 class EnqueueResult:
@@ -92,6 +101,32 @@ class EnqueueResult:
     @property
     def mbps(self) -> float:
         return self.records * self.record_size / self.seconds / MB
+
+
+@dataclass(frozen=True)
+class ConsumeCeilingResult:
+    """The consumer against a stand-in broker that answers every fetch at once from memory:
+    the most any broker could get out of this client here, with the benchmark's consumer
+    settings and with librdkafka's defaults."""
+
+    record_size: int
+    consumed: int
+    seconds: float
+    cpu_s: float
+    consumed_defaults: int
+    seconds_defaults: float
+
+    @property
+    def rps(self) -> float:
+        return self.consumed / self.seconds
+
+    @property
+    def defaults_rps(self) -> float:
+        return self.consumed_defaults / self.seconds_defaults
+
+    @property
+    def client_core_share(self) -> float:
+        return self.cpu_s / self.seconds
 
 
 @dataclass(frozen=True)
@@ -135,6 +170,7 @@ class Results:
 
     workloads: list[WorkloadResult] = field(default_factory=list)  # every run, in order
     enqueue: dict[int, EnqueueResult] = field(default_factory=dict)
+    consume_ceiling: list[ConsumeCeilingResult] = field(default_factory=list)  # every run
     loopback: RateResult | None = None
     disk: RateResult | None = None
     memory: MemoryResult | None = None
@@ -171,14 +207,23 @@ class Results:
                  if w.record_size == record_size and w.consume_client_core_share > 0]
         return max(rates) * cores if rates else None
 
+    def consume_ceiling_rps(self, record_size: int, defaults: bool = False) -> float | None:
+        """The best consume rate from the stand-in instant broker (with librdkafka's defaults
+        when `defaults`), or None when it did not run."""
+        rates = [c.defaults_rps if defaults else c.rps for c in self.consume_ceiling if c.record_size == record_size]
+        return max(rates) if rates else None
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict of the raw measurements and their derived rates."""
         def workload(w: WorkloadResult) -> dict[str, Any]:
             return {**asdict(w), "produce_rps": w.produce_rps, "produce_mbps": w.produce_mbps,
-                    "consume_rps": w.consume_rps, "consume_mbps": w.consume_mbps}
+                    "consume_rps": w.consume_rps, "consume_mbps": w.consume_mbps,
+                    "consume_defaults_rps": w.consume_defaults_rps}
         return {
             "workloads": [workload(w) for w in self.workloads],
             "enqueue": [{**asdict(e), "rps": e.rps, "mbps": e.mbps} for e in self.enqueue.values()],
+            "consume_ceiling": [{**asdict(c), "rps": c.rps, "defaults_rps": c.defaults_rps}
+                                for c in self.consume_ceiling],
             "loopback": {**asdict(self.loopback), "mbps": self.loopback.mbps} if self.loopback else None,
             "disk": {**asdict(self.disk), "mbps": self.disk.mbps} if self.disk else None,
             "memory": {**asdict(self.memory), "total_mib": self.memory.total_mib} if self.memory else None,

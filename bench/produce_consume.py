@@ -14,8 +14,13 @@ From one run it measures, with confluent-kafka (acks=1, linger.ms=5, no idempote
      workload, against 85% of its produce rate (idempotence should cost < 15%); the same pair
      on Tansu shows what idempotence costs the client itself on this machine; besides the
      best-of-runs ratio, the median of the per-run ratios (each pair ran back to back);
-  7. the client's consume CPU bound: the consumer's records per CPU-second times the cores,
-     the most any broker could get out of this client on this machine.
+  7. the client's consume ceiling: the same consumer against a stand-in broker that answers
+     every fetch at once from batches in memory (bench/_instant_broker.py), the most any
+     broker could get out of this client on this machine; beside it, the consumer's CPU bound
+     (records per CPU-second times the cores);
+  8. every consume once more with librdkafka's default settings, as an untuned user's
+     consumer runs: there its 1 s queue backoff (fetch.queue.backoff.ms), not the broker,
+     sets the pace, so the table shows both.
 and prints a table: metric, rafka, peer/limit, ratio, target, met?
 
 Progress goes to stderr, results to stdout. Exit 0 when every phase ran, 1 otherwise.
@@ -127,13 +132,22 @@ def machine_phases(results: Results, data_dir: Path) -> None:
 
 
 def ceiling_phases(results: Results, records: int, repeat: int) -> None:
-    """confluent-kafka's enqueue rate with no broker, per record size; the best of `repeat` runs."""
+    """confluent-kafka's enqueue rate with no broker and its consume rate from the instant
+    stand-in broker, per record size; `repeat` runs of each."""
     for size in RECORD_SIZES:
         runs = [run_phase(results, f"client enqueue ceiling {size_label(size)} (run {run}/{repeat})",
                           lambda: _kafka.enqueue_ceiling(size, records), 120) for run in range(1, repeat + 1)]
         done = [r for r in runs if r is not None]
         if done:
             results.enqueue[size] = max(done, key=lambda r: r.rps)
+    for run in range(1, repeat + 1):
+        for size in RECORD_SIZES:
+            value = run_phase(results, f"client consume ceiling {size_label(size)} (run {run}/{repeat})",
+                              lambda: _kafka.consume_ceiling(size, records), 180)
+            if value is not None:
+                results.consume_ceiling.append(value)
+                log(f"  instant broker {size_label(size)}: consume {value.rps:,.0f} rec/s"
+                    f" (librdkafka defaults {value.defaults_rps:,.0f})")
 
 
 def workload_phases(results: Results, broker: str, bootstrap: str, records: int, repeat: int,
@@ -160,7 +174,7 @@ def workload_phases(results: Results, broker: str, bootstrap: str, records: int,
                 results.workloads.append(value)
                 log(f"  {label} {size_label(size)}: produce {value.produce_rps:,.0f} rec/s"
                     f" {value.produce_mbps:.1f} MB/s, consume {value.consume_rps:,.0f} rec/s"
-                    f" {value.consume_mbps:.1f} MB/s")
+                    f" {value.consume_mbps:.1f} MB/s (librdkafka defaults {value.consume_defaults_rps:,.0f} rec/s)")
 
 
 def tansu_phases(results: Results, data_dir: Path, records: int, repeat: int) -> None:
@@ -224,6 +238,8 @@ def comparison_rows(results: Results) -> list[Row]:
                             "rec/s", (">=", target)))
             rows.append(Row(f"{kind} {label} MB/s vs tansu", _rate(ours, kind, "mbps"), _rate(peer, kind, "mbps"),
                             "MB/s"))
+        rows.append(Row(f"consume {label} rec/s vs tansu, librdkafka defaults", _rate(ours, "consume_defaults", "rps"),
+                        _rate(peer, "consume_defaults", "rps"), "rec/s", (">=", CONSUME_TARGET)))
     for size in RECORD_SIZES:
         # The same client against Tansu shows what idempotence costs the client itself here.
         for broker, target in (("rafka", (">=", IDEMPOTENT_TARGET)), ("tansu", None)):
@@ -235,9 +251,16 @@ def comparison_rows(results: Results) -> list[Row]:
                             f" {len(results.runs(broker, size))} paired runs", paired, 1.0 if paired else None,
                             "ratio", target))
     for size in RECORD_SIZES:
-        ours, bound = results.summary("rafka", size), results.consume_cpu_bound(size, os.cpu_count() or 1)
-        rows.append(Row(f"consume {size_label(size)} rec/s vs client CPU bound (broker at 0 CPU)",
-                        _rate(ours, "consume", "rps"), bound, "rec/s"))
+        # What any broker could get out of this client here; the last row says whether the
+        # consume target lies within it (a ratio above 1: no broker could meet the target).
+        ours, peer, label = results.summary("rafka", size), results.summary("tansu", size), size_label(size)
+        for defaults, how in ((False, ""), (True, ", librdkafka defaults")):
+            kind, ceiling = ("consume_defaults" if defaults else "consume"), results.consume_ceiling_rps(size, defaults)
+            rows.append(Row(f"consume {label} rec/s vs client consume ceiling{how}", _rate(ours, kind, "rps"),
+                            ceiling, "rec/s"))
+            target = CONSUME_TARGET * _rate(peer, kind, "rps") if peer else None
+            rows.append(Row(f"consume target ({CONSUME_TARGET:g}x tansu) {label}{how} vs client consume ceiling",
+                            target, ceiling, "rec/s"))
     for size in RECORD_SIZES:
         ours, ceiling = results.summary("rafka", size), results.enqueue.get(size)
         rows.append(Row(f"produce {size_label(size)} rec/s vs client enqueue ceiling",
@@ -261,11 +284,13 @@ def measurements_text(results: Results) -> str:
              f" *{IDEMPOTENT_SUFFIX}: enable.idempotence=true, acks=all; the table below takes the best run"
              " of each rate):",
              f"  {'broker':<17} {'size':>6} {'records':>9} {'produce rec/s':>14} {'MB/s':>7}"
-             f" {'consume rec/s':>14} {'MB/s':>7} {'consumer CPU':>13}"]
+             f" {'consume rec/s':>14} {'MB/s':>7} {'consumer CPU':>13} {'consume, defaults':>18}"]
     for w in results.workloads:
         lines.append(f"  {w.broker:<17} {size_label(w.record_size):>6} {w.records:>9,} {w.produce_rps:>14,.0f}"
                      f" {w.produce_mbps:>7.1f} {w.consume_rps:>14,.0f} {w.consume_mbps:>7.1f}"
-                     f" {w.consume_client_core_share:>12.0%}")
+                     f" {w.consume_client_core_share:>12.0%} {w.consume_defaults_rps:>18,.0f}")
+    lines.append("  (consume, defaults: the same consume with librdkafka's default settings, whose 1 s"
+                 " fetch.queue.backoff.ms sets the pace)")
     lines.append("limits:")
     if results.load_average:
         load = ", ".join(f"{k} {v[0]:.1f}" for k, v in results.load_average.items())
@@ -277,6 +302,10 @@ def measurements_text(results: Results) -> str:
                 if peer else ""
             lines.append(f"  client consume CPU bound {size_label(size):>6}: {bound:,.0f} rec/s (the consumer's records"
                          f" per CPU-second, best run, x {os.cpu_count()} cores: a broker costing no CPU){target}")
+    for c in results.consume_ceiling:
+        lines.append(f"  client consume ceiling {size_label(c.record_size):>6}: {c.rps:,.0f} rec/s"
+                     f" (consumer CPU {c.client_core_share:.0%}), {c.defaults_rps:,.0f} rec/s with librdkafka"
+                     f" defaults; instant in-memory stand-in broker")
     for e in results.enqueue.values():
         lines.append(f"  client enqueue ceiling {size_label(e.record_size):>6}: {e.rps:,.0f} rec/s"
                      f" ({e.mbps:,.1f} MB/s), {e.records:,} produce() calls, no broker, best run")

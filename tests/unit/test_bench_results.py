@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from _results import Results, Row, WorkloadResult  # noqa: E402
+from _results import ConsumeCeilingResult, Results, Row, WorkloadResult  # noqa: E402
 
 
 def run(broker: str, produce_s: float, consume_s: float = 1.0, cpu_s: float = 0.5, size: int = 100) -> WorkloadResult:
@@ -46,3 +46,21 @@ def test_consume_cpu_bound_uses_the_most_efficient_run_times_the_cores() -> None
 def test_ratio_rows_print_two_decimals() -> None:
     row = Row("paired", 0.91234, 1.0, "ratio", (">=", 0.85))
     assert row.cells()[1:] == ["0.91", "1.00", "0.91x", ">= 0.85x", "yes"]
+
+
+def test_consume_ceiling_takes_the_best_run_of_each_setting() -> None:
+    results = Results()
+    results.consume_ceiling += [ConsumeCeilingResult(100, 1000, 1.0, 1.2, 1000, 5.0),
+                                ConsumeCeilingResult(100, 1000, 2.0, 1.2, 1000, 4.0),
+                                ConsumeCeilingResult(1024, 1000, 0.5, 1.2, 1000, 4.0)]
+    assert results.consume_ceiling_rps(100) == pytest.approx(1000)
+    assert results.consume_ceiling_rps(100, defaults=True) == pytest.approx(250)
+    assert results.consume_ceiling_rps(1024) == pytest.approx(2000)
+    assert results.consume_ceiling_rps(4096) is None
+
+
+def test_the_defaults_consume_rate_is_summarised_like_the_others() -> None:
+    results = Results()
+    results.workloads += [WorkloadResult("rafka", 100, 1000, 1.0, 1.0, 1000, 0.5, consume_defaults_s=4.0),
+                          WorkloadResult("rafka", 100, 1000, 1.0, 1.0, 1000, 0.5, consume_defaults_s=2.0)]
+    assert results.summary("rafka", 100).consume_defaults_rps == pytest.approx(500)
