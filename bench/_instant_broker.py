@@ -92,12 +92,13 @@ class _Slice:
 
 
 class InstantBroker:
-    """Serves one topic of `partitions` × `records_per_partition` records on 127.0.0.1."""
+    """Serves one topic of `records` records spread evenly over `partitions`, on 127.0.0.1."""
 
-    def __init__(self, topic: str, partitions: int, records_per_partition: int, record_size: int) -> None:
+    def __init__(self, topic: str, partitions: int, records: int, record_size: int) -> None:
         self.topic = topic
         self.topic_id = uuid.uuid4()
-        self.data = [build_partition(records_per_partition, record_size) for _ in range(partitions)]
+        share, extra = divmod(records, partitions)
+        self.data = [build_partition(share + (p < extra), record_size) for p in range(partitions)]
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._stopping = threading.Event()
@@ -256,7 +257,7 @@ def instant_broker(topic: str, partitions: int, records: int, record_size: int,
 def main(argv: list[str]) -> None:
     """`_instant_broker.py TOPIC PARTITIONS RECORDS RECORD_SIZE`: serve until SIGTERM; prints the address."""
     topic, partitions, records, record_size = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
-    broker = InstantBroker(topic, partitions, -(-records // partitions), record_size)
+    broker = InstantBroker(topic, partitions, records, record_size)
     signal.signal(signal.SIGTERM, lambda *_: broker.stop())
     broker.start()
     print(broker.bootstrap, flush=True)

@@ -171,8 +171,8 @@ def consume_ceiling(record_size: int, records: int, idle_timeout_s: float = 20.0
         consumed, seconds, cpu_s = consume(bootstrap, topic, records, idle_timeout_s)
         consumed_defaults, seconds_defaults, _ = consume(bootstrap, topic, records, idle_timeout_s,
                                                          DEFAULT_CONSUMER_CONFIG)
-    if min(consumed, consumed_defaults) < records:
-        raise PhaseError(f"instant broker {record_size} B: consumed {min(consumed, consumed_defaults)} of {records}")
+    _check_count("instant broker", record_size, consumed, records, idle_timeout_s)
+    _check_count("instant broker", record_size, consumed_defaults, records, idle_timeout_s)
     return ConsumeCeilingResult(record_size, consumed, seconds, cpu_s, consumed_defaults, seconds_defaults)
 
 
