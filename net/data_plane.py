@@ -8,6 +8,13 @@ its `ReplicaChannel` keeps one connection to it and pipelines: appends are writt
 they arrive (the socket keeps their order, and the replica applies them in that order),
 reads are answered by request id so a parked read holds nothing up. Fetch answers are
 file regions, never the bytes: the front end sends them to the client with sendfile.
+
+A consumer's next fetch starts where the last answer ended, so as soon as a read answers
+with data and more is committed behind it, the channel reads that next window ahead. The
+replica's wake-up (0.2–0.35 ms per partition here, the processes taking turns on the
+cores) then overlaps the client's parsing of the last answer instead of delaying the next
+one. A read-ahead is only used for the same offset and size, while young, and when its
+segment files are still the ones it names; otherwise the read goes to the replica as before.
 Ray actor calls remain for the rare control-like requests (ListOffsets, DeleteRecords).
 """
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 from typing import Any, Awaitable, Callable
 
 from rafka.common.errors import ErrorCode
@@ -23,6 +31,11 @@ from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.messages import DeleteRecordsResult, FetchResult, OffsetLookup, ProduceResult
 
 log = logging.getLogger(__name__)
+
+# A read-ahead older than this is not used: its high watermark and log start would be stale.
+READ_AHEAD_MAX_AGE_S = 0.5
+# Read-aheads kept per partition (one per consumer reading it at its own position).
+READ_AHEAD_SLOTS = 4
 
 
 class ReplicaChannel:
@@ -42,6 +55,7 @@ class ReplicaChannel:
         self._outbox: list[list] = []
         self._protocol: FramedProtocol | None = None
         self._sender: asyncio.Task | None = None
+        self._ahead: dict[tuple[int, int], tuple[float, asyncio.Future]] = {}
 
     def _submit(self, parts: list, decode: Callable[[memoryview], Any]) -> asyncio.Future:
         """Queue one request (in call order) and return the future of its answer."""
@@ -110,15 +124,51 @@ class ReplicaChannel:
             return ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, error_message=str(e))
 
     def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> Awaitable[FetchResult]:
-        return self._read_result(self._submit([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)],
-                                              dc.decode_fetch_result))
+        """Whole batches from `fetch_offset` up to `max_bytes`; with `max_wait_ms`, an empty
+        answer first waits that long for an append. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
+        ahead = self._ahead.pop((fetch_offset, max_bytes), None)
+        if ahead is not None and max_wait_ms <= 0:
+            return self._read_ahead_result(ahead, fetch_offset, max_bytes)
+        return self._read_result(self._submit_read(fetch_offset, max_bytes, max_wait_ms), max_bytes)
 
-    @staticmethod
-    async def _read_result(future: asyncio.Future) -> FetchResult:
+    def _submit_read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int) -> asyncio.Future:
+        return self._submit([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)], dc.decode_fetch_result)
+
+    async def _read_result(self, future: asyncio.Future, max_bytes: int) -> FetchResult:
         try:
-            return await future
+            result = await future
         except (ConnectionError, OSError):
             return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if result.regions and 0 <= result.next_offset < result.high_watermark:
+            self._read_ahead(result.next_offset, max_bytes)
+        return result
+
+    def _read_ahead(self, fetch_offset: int, max_bytes: int) -> None:
+        """Ask the replica now for the window a sequential reader will fetch next."""
+        key = (fetch_offset, max_bytes)
+        if key in self._ahead:
+            return
+        while len(self._ahead) >= READ_AHEAD_SLOTS:
+            del self._ahead[next(iter(self._ahead))]  # the oldest
+        future = self._submit_read(fetch_offset, max_bytes, 0)
+        future.add_done_callback(_retrieve_exception)  # an unused read-ahead may fail unobserved
+        self._ahead[key] = (asyncio.get_running_loop().time(), future)
+
+    async def _read_ahead_result(self, ahead: tuple[float, asyncio.Future], fetch_offset: int,
+                                 max_bytes: int) -> FetchResult:
+        """The read-ahead's answer when it is still good to send, else a fresh read."""
+        issued_at, future = ahead
+        if asyncio.get_running_loop().time() - issued_at <= READ_AHEAD_MAX_AGE_S:
+            try:
+                result = await future
+            except (ConnectionError, OSError):
+                result = None
+            if result is not None and result.error is ErrorCode.NONE and result.regions \
+                    and all(_same_file(r.path, r.inode) for r in result.regions):
+                if 0 <= result.next_offset < result.high_watermark:
+                    self._read_ahead(result.next_offset, max_bytes)
+                return result
+        return await self._read_result(self._submit_read(fetch_offset, max_bytes, 0), max_bytes)
 
     async def list_offset(self, timestamp: int) -> OffsetLookup:
         return await self._call("list_offset", timestamp, OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
@@ -137,3 +187,17 @@ class ReplicaChannel:
     def close(self) -> None:
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
+
+
+def _retrieve_exception(future: asyncio.Future) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def _same_file(path: str, inode: int) -> bool:
+    """Whether `path` is still the file `inode` (0: not checked); a retention or cleaner pass
+    may have removed or replaced a segment since a read-ahead named it."""
+    try:
+        return inode == 0 or os.stat(path).st_ino == inode
+    except OSError:
+        return False

@@ -272,7 +272,10 @@ class RequestDispatcher:
                 if regions and budget < result.size and budget < max_bytes:
                     regions = ()  # response is full; the first partition always gets its data
                 budget -= sum(r.length for r in regions)
-                entry.update(error_code=result.error, high_watermark=result.high_watermark,
+                error = result.error
+                if error is ErrorCode.KAFKA_STORAGE_ERROR and version < 6:
+                    error = ErrorCode.NOT_LEADER_OR_FOLLOWER  # older clients do not know it (Kafka's rule)
+                entry.update(error_code=error, high_watermark=result.high_watermark,
                              last_stable_offset=result.last_stable_offset,
                              log_start_offset=result.log_start_offset,
                              aborted_transactions=[] if version >= 4 else None,

@@ -241,10 +241,30 @@ class _Connection:
                     transport.write(part)
                     continue
                 for region in part_regions:
-                    await loop.sendfile(transport, next(opened), region.position, region.length, fallback=True)
+                    await _sendfile(loop, transport, next(opened), region.position, region.length)
             await self.protocol.drain()
         finally:
             cache.release(files)
+
+
+async def _sendfile(loop: asyncio.AbstractEventLoop, transport: asyncio.Transport, f: Any, position: int,
+                    length: int) -> None:
+    """Send `length` bytes of `f` from `position` after what the transport has written.
+
+    The socket usually takes a whole region at once: then one `os.sendfile` call does it,
+    without `loop.sendfile`'s round of the event loop per region (writer registration,
+    reading paused and resumed, file position restored). Whatever is left, or anything
+    while the transport still holds unsent bytes, goes through `loop.sendfile`, which waits.
+    """
+    sock = transport.get_extra_info("socket")
+    if sock is not None and transport.get_write_buffer_size() == 0:
+        try:
+            sent = os.sendfile(sock.fileno(), f.fileno(), position, length)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        position, length = position + sent, length - sent
+    if length > 0:
+        await loop.sendfile(transport, f, position, length, fallback=True)
 
 
 class KafkaServer:

@@ -36,6 +36,7 @@ class FetchResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     regions: tuple[Region, ...] = ()
+    next_offset: int = -1  # the offset after the last batch in `regions` (-1: no regions)
 
     @property
     def size(self) -> int:

@@ -244,6 +244,8 @@ class PartitionReplica:
     def _new_data_connection(self) -> FramedProtocol:
         """One front end's connection: appends apply in arrival order, reads may park."""
         # Appends finish before on_frame returns and reads decode at once: the buffer can be shared.
+        # A read with data (most of them) is answered right here too: a task per read costs
+        # about as much as the read itself.
         protocol = FramedProtocol(dc.FRAME_HEAD.size, dc.frame_body_length, lambda head, body: None,
                                   reuse_buffer=True)
 
@@ -256,7 +258,12 @@ class PartitionReplica:
                     answer = dc.encode_produce_results(self.append(record_sets, acks))
                     protocol.transport.write(dc.frame(request_id, answer))
                 elif view[0] == dc.OP_READ:
-                    asyncio.ensure_future(self._answer_read(protocol, request_id, *dc.decode_read(view)))
+                    offset, max_bytes, max_wait_ms = dc.decode_read(view)
+                    result = self._read_now(offset, max_bytes)
+                    if result.regions or result.error is not ErrorCode.NONE or max_wait_ms <= 0:
+                        protocol.transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
+                    else:  # nothing to read yet: park until an append or the deadline
+                        asyncio.ensure_future(self._answer_read(protocol, request_id, offset, max_bytes, max_wait_ms))
                 else:
                     raise ValueError(f"unknown data-plane op {view[0]}")
             except Exception:  # noqa: BLE001 - a bad frame closes this connection only
@@ -395,8 +402,11 @@ class PartitionReplica:
             result = self._log.read(fetch_offset, max_bytes, max_offset=hw)
         except OffsetOutOfRangeError:
             return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
+        except OSError:  # the disk failed under the log: the client refreshes metadata and retries
+            self._logger.exception("could not read offset %d", fetch_offset)
+            return FetchResult(ErrorCode.KAFKA_STORAGE_ERROR, hw, hw, start)
         regions = tuple(Region(r.path, r.position, r.length, r.inode) for r in result.regions)
-        return FetchResult(ErrorCode.NONE, hw, hw, start, regions)
+        return FetchResult(ErrorCode.NONE, hw, hw, start, regions, result.next_offset if regions else -1)
 
     def _wake_fetchers(self) -> None:
         """Release parked fetches; they re-check the log."""

@@ -1,0 +1,129 @@
+"""The front end's data channel against a real replica serving its Unix socket (no Ray):
+reads answered at once or parked, and the read-ahead of a sequential reader's next window."""
+import asyncio
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from rafka.common.config import LogConfig
+from rafka.common.errors import ErrorCode
+from rafka.common.types import TopicPartition
+from rafka.net import data_plane
+from rafka.net.data_plane import ReplicaChannel
+from rafka.partition_worker.record_batch import Record, encode_batch
+from rafka.partition_worker.replica_actor import PartitionReplica
+from rafka.partition_worker.replica_state import LeaderAndIsr
+
+NOW = 1_700_000_000_000
+CONFIG = LogConfig(segment_bytes=1024, index_interval_bytes=128, retention_ms=-1, retention_bytes=-1,
+                   file_delete_delay_ms=60_000)
+
+
+def batch(n: int = 3) -> bytes:
+    return encode_batch([Record(i, NOW, f"k{i}".encode(), b"v" * 40) for i in range(n)])
+
+
+BATCH_BYTES = len(batch())
+
+
+@pytest.fixture
+def short_dir():
+    """Unix socket paths are limited to 107 bytes: pytest's tmp_path may be longer."""
+    path = Path(tempfile.mkdtemp(prefix="rc-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def run_with_replica(short_dir: Path, scenario) -> None:
+    """Run `scenario(replica, channel)` with a leader replica listening on its data socket."""
+    async def main() -> None:
+        replica = PartitionReplica(1, TopicPartition("t", 0), str(short_dir / "logs"), CONFIG,
+                                   str(short_dir / "r.sock"))
+        assert replica.become(LeaderAndIsr(1, 1, (1,), (1,), 1)) is ErrorCode.NONE
+        await replica.ready()
+        channel = ReplicaChannel(None, str(short_dir / "r.sock"))
+        try:
+            await scenario(replica, channel)
+        finally:
+            channel.close()
+            replica.close()
+    asyncio.run(main())
+
+
+async def append(channel: ReplicaChannel, count: int) -> None:
+    for _ in range(count):
+        assert (await channel.append(batch(), 1)).error is ErrorCode.NONE
+
+
+def test_a_sequential_read_is_answered_from_the_window_read_ahead(short_dir):
+    async def scenario(replica, channel):
+        await append(channel, 2)                              # offsets 0-5
+        first = await channel.read(0, BATCH_BYTES)
+        assert first.error is ErrorCode.NONE and first.size == BATCH_BYTES
+        assert (first.next_offset, first.high_watermark) == (3, 6)
+        await asyncio.sleep(0.05)                             # the read-ahead of offset 3 has answered
+        await append(channel, 1)                              # offsets 6-8: the read-ahead does not know
+        second = await channel.read(3, BATCH_BYTES)
+        assert (second.next_offset, second.high_watermark) == (6, 6)  # the read-ahead's answer
+        assert second.regions and second.regions[0].position == BATCH_BYTES
+        third = await channel.read(6, BATCH_BYTES)            # nothing was read ahead at the end
+        assert (third.next_offset, third.high_watermark) == (9, 9)
+    run_with_replica(short_dir, scenario)
+
+
+def test_an_old_read_ahead_is_not_used(short_dir, monkeypatch):
+    monkeypatch.setattr(data_plane, "READ_AHEAD_MAX_AGE_S", 0.0)
+
+    async def scenario(replica, channel):
+        await append(channel, 2)
+        await channel.read(0, BATCH_BYTES)
+        await asyncio.sleep(0.05)
+        await append(channel, 1)
+        second = await channel.read(3, BATCH_BYTES)
+        assert (second.next_offset, second.high_watermark) == (6, 9)  # read again: the current watermark
+    run_with_replica(short_dir, scenario)
+
+
+def test_a_read_ahead_of_a_deleted_segment_is_not_used(short_dir):
+    async def scenario(replica, channel):
+        await append(channel, 12)                             # several 1 KiB segments
+        first = await channel.read(0, BATCH_BYTES)
+        await asyncio.sleep(0.05)
+        assert (await replica.delete_records(30)).error is ErrorCode.NONE
+        assert not Path(first.regions[0].path).exists()      # renamed .deleted, removed later
+        # The read-ahead named a segment now renamed for deletion: the read goes to the replica.
+        second = await channel.read(first.next_offset, BATCH_BYTES)
+        assert second.error is ErrorCode.OFFSET_OUT_OF_RANGE and second.log_start_offset == 30
+    run_with_replica(short_dir, scenario)
+
+
+def test_an_empty_read_parks_until_an_append_while_other_reads_are_answered(short_dir):
+    async def scenario(replica, channel):
+        await append(channel, 1)
+        parked = asyncio.ensure_future(channel.read(3, 1 << 20, max_wait_ms=5_000))
+        await asyncio.sleep(0.05)
+        assert not parked.done()
+        assert (await channel.read(0, 1 << 20)).next_offset == 3   # answered past the parked read
+        await append(channel, 1)
+        woken = await asyncio.wait_for(parked, 5)
+        assert (woken.error, woken.next_offset, woken.size) == (ErrorCode.NONE, 6, BATCH_BYTES)
+        expired = await channel.read(6, 1 << 20, max_wait_ms=50)
+        assert (expired.error, expired.regions, expired.high_watermark) == (ErrorCode.NONE, (), 6)
+    run_with_replica(short_dir, scenario)
+
+
+def test_a_read_failing_on_disk_answers_a_storage_error_and_the_channel_keeps_serving(short_dir, monkeypatch):
+    async def scenario(replica, channel):
+        await append(channel, 2)
+        real_read = replica._log.read
+
+        def failing_read(*args, **kwargs):
+            raise OSError(5, "Input/output error")
+        monkeypatch.setattr(replica._log, "read", failing_read)
+        failed = await channel.read(0, 1 << 20)
+        assert (failed.error, failed.regions) == (ErrorCode.KAFKA_STORAGE_ERROR, ())
+        monkeypatch.setattr(replica._log, "read", real_read)
+        assert (await channel.read(3, 1 << 20)).next_offset == 6
+    run_with_replica(short_dir, scenario)

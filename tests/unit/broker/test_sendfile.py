@@ -1,0 +1,46 @@
+"""The front end's sendfile of fetch regions: straight to the socket when it takes them, else
+through the event loop, and always after the bytes the transport still holds."""
+import asyncio
+import os
+import socket
+import threading
+
+from rafka.net.server import _sendfile
+
+
+def test_regions_follow_buffered_bytes_in_order_through_a_slow_reader(tmp_path):
+    data = os.urandom(2 << 20)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    head = os.urandom(512 << 10)
+    regions = [(1000, 1 << 20), (3 << 19, 256 << 10), ((2 << 20) - 100, 100)]
+    expected = head + b"".join(data[p:p + n] for p, n in regions)
+    received = bytearray()
+
+    def read_slowly(sock: socket.socket) -> None:
+        while len(received) < len(expected):
+            chunk = sock.recv(64 << 10)
+            if not chunk:
+                return
+            received.extend(chunk)
+
+    async def main() -> None:
+        ours, theirs = socket.socketpair()
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)
+        theirs.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
+        loop = asyncio.get_running_loop()
+        transport, _ = await loop.create_unix_connection(asyncio.Protocol, sock=ours)
+        transport.write(head)
+        assert transport.get_write_buffer_size() > 0  # the socket could not take it all
+        reader = threading.Thread(target=read_slowly, args=(theirs,))
+        reader.start()
+        with open(path, "rb") as f:
+            for position, length in regions:
+                await _sendfile(loop, transport, f, position, length)
+        await asyncio.to_thread(reader.join, 30)
+        transport.close()
+        theirs.close()
+
+    asyncio.run(main())
+    assert len(received) == len(expected)
+    assert received == expected
