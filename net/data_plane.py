@@ -9,12 +9,17 @@ they arrive (the socket keeps their order, and the replica applies them in that 
 reads are answered by request id so a parked read holds nothing up. Fetch answers are
 file regions, never the bytes: the front end sends them to the client with sendfile.
 
-A consumer's next fetch starts where the last answer ended, so as soon as a read answers
-with data and more is committed behind it, the channel reads that next window ahead. The
-replica's wake-up (0.2–0.35 ms per partition here, the processes taking turns on the
-cores) then overlaps the client's parsing of the last answer instead of delaying the next
-one. A read-ahead is only used for the same offset and size, while young, and when its
-segment files are still the ones it names; otherwise the read goes to the replica as before.
+A consumer's next fetch starts where the last answer ended. A replica's answer says where
+the committed whole batches end in the file of its last region, so when a consumer works
+through a backlog (each answer cut off by its size limit), the channel reads on from where
+the last answer ended up to there itself: it walks the batch headers in the file and answers
+with the next region, without waking the replica (0.2–0.35 ms of a core per read here, the
+processes taking turns on the cores). Committed batches never change, so such a window stays
+right while its file does: it is used only by a read at its exact offset, while young, and
+while its path still names the same file (retention, DeleteRecords and compaction swaps
+rename or replace segment files); otherwise, and once the window is used up, the read goes
+to the replica, whose answer opens the next window.
+
 Ray actor calls remain for the rare control-like requests (ListOffsets, DeleteRecords).
 """
 from __future__ import annotations
@@ -23,19 +28,36 @@ import asyncio
 import itertools
 import logging
 import os
+import time
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from rafka.common.errors import ErrorCode
 from rafka.common.frames import FramedProtocol
 from rafka.partition_worker import data_channel as dc
-from rafka.partition_worker.messages import DeleteRecordsResult, FetchResult, OffsetLookup, ProduceResult
+from rafka.partition_worker.messages import DeleteRecordsResult, FetchResult, OffsetLookup, ProduceResult, Region
+from rafka.partition_worker.segment import iter_headers
 
 log = logging.getLogger(__name__)
 
-# A read-ahead older than this is not used: its high watermark and log start would be stale.
-READ_AHEAD_MAX_AGE_S = 0.5
-# Read-aheads kept per partition (one per consumer reading it at its own position).
-READ_AHEAD_SLOTS = 4
+# A window older than this is not used: the high watermark and log start it reports would be stale.
+WINDOW_MAX_AGE_S = 0.5
+# Windows kept per partition (one per consumer reading it at its own position).
+WINDOW_SLOTS = 4
+
+
+@dataclass(frozen=True)
+class _Window:
+    """Committed whole batches from `position` to `end` in one segment file, starting at an
+    offset the channel keys it by; with the watermarks of the answer it came from."""
+
+    path: str
+    inode: int
+    position: int
+    end: int
+    high_watermark: int
+    log_start_offset: int
+    opened_at: float
 
 
 class ReplicaChannel:
@@ -55,7 +77,7 @@ class ReplicaChannel:
         self._outbox: list[list] = []
         self._protocol: FramedProtocol | None = None
         self._sender: asyncio.Task | None = None
-        self._ahead: dict[tuple[int, int], tuple[float, asyncio.Future]] = {}
+        self._windows: dict[int, _Window] = {}
 
     def _submit(self, parts: list, decode: Callable[[memoryview], Any]) -> asyncio.Future:
         """Queue one request (in call order) and return the future of its answer."""
@@ -126,49 +148,64 @@ class ReplicaChannel:
     def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> Awaitable[FetchResult]:
         """Whole batches from `fetch_offset` up to `max_bytes`; with `max_wait_ms`, an empty
         answer first waits that long for an append. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        ahead = self._ahead.pop((fetch_offset, max_bytes), None)
-        if ahead is not None and max_wait_ms <= 0:
-            return self._read_ahead_result(ahead, fetch_offset, max_bytes)
-        return self._read_result(self._submit_read(fetch_offset, max_bytes, max_wait_ms), max_bytes)
+        window = self._windows.pop(fetch_offset, None)
+        if window is not None:
+            result = self._read_window(window, fetch_offset, max_bytes)
+            if result is not None:
+                done = asyncio.get_running_loop().create_future()
+                done.set_result(result)
+                return done
+        return self._read_result(self._submit([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)],
+                                              dc.decode_fetch_result))
 
-    def _submit_read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int) -> asyncio.Future:
-        return self._submit([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)], dc.decode_fetch_result)
-
-    async def _read_result(self, future: asyncio.Future, max_bytes: int) -> FetchResult:
+    async def _read_result(self, future: asyncio.Future) -> FetchResult:
         try:
             result = await future
         except (ConnectionError, OSError):
             return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if result.regions and 0 <= result.next_offset < result.high_watermark:
-            self._read_ahead(result.next_offset, max_bytes)
+        if result.regions and result.committed_end >= 0:
+            last = result.regions[-1]
+            self._open_window(result.next_offset, _Window(
+                last.path, last.inode, last.position + last.length, result.committed_end,
+                result.high_watermark, result.log_start_offset, time.monotonic()))
         return result
 
-    def _read_ahead(self, fetch_offset: int, max_bytes: int) -> None:
-        """Ask the replica now for the window a sequential reader will fetch next."""
-        key = (fetch_offset, max_bytes)
-        if key in self._ahead:
+    def _open_window(self, offset: int, window: _Window) -> None:
+        if window.position >= window.end:
             return
-        while len(self._ahead) >= READ_AHEAD_SLOTS:
-            del self._ahead[next(iter(self._ahead))]  # the oldest
-        future = self._submit_read(fetch_offset, max_bytes, 0)
-        future.add_done_callback(_retrieve_exception)  # an unused read-ahead may fail unobserved
-        self._ahead[key] = (asyncio.get_running_loop().time(), future)
+        while len(self._windows) >= WINDOW_SLOTS:
+            del self._windows[next(iter(self._windows))]  # the oldest
+        self._windows[offset] = window
 
-    async def _read_ahead_result(self, ahead: tuple[float, asyncio.Future], fetch_offset: int,
-                                 max_bytes: int) -> FetchResult:
-        """The read-ahead's answer when it is still good to send, else a fresh read."""
-        issued_at, future = ahead
-        if asyncio.get_running_loop().time() - issued_at <= READ_AHEAD_MAX_AGE_S:
-            try:
-                result = await future
-            except (ConnectionError, OSError):
-                result = None
-            if result is not None and result.error is ErrorCode.NONE and result.regions \
-                    and all(_same_file(r.path, r.inode) for r in result.regions):
-                if 0 <= result.next_offset < result.high_watermark:
-                    self._read_ahead(result.next_offset, max_bytes)
-                return result
-        return await self._read_result(self._submit_read(fetch_offset, max_bytes, 0), max_bytes)
+    def _read_window(self, window: _Window, offset: int, max_bytes: int) -> FetchResult | None:
+        """The next whole batches of `window` within `max_bytes` (the first one whatever its size,
+        Kafka's rule), read here; None when the window is too old or its file was replaced."""
+        if time.monotonic() - window.opened_at > WINDOW_MAX_AGE_S or offset < window.log_start_offset:
+            return None
+        try:
+            fd = os.open(window.path, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            if os.fstat(fd).st_ino != window.inode:
+                return None
+            length, next_offset = 0, offset
+            for h in iter_headers(lambda size, position: os.pread(fd, size, position), window.position, window.end):
+                if h.last_offset < next_offset or (length and length + h.size > max_bytes):
+                    break  # (a batch behind the offset: the window is not what it claims)
+                length += h.size
+                next_offset = h.last_offset + 1
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        if not length:
+            return None
+        region = Region(window.path, window.position, length, window.inode)
+        self._open_window(next_offset, _Window(window.path, window.inode, window.position + length, window.end,
+                                               window.high_watermark, window.log_start_offset, window.opened_at))
+        return FetchResult(ErrorCode.NONE, window.high_watermark, window.high_watermark, window.log_start_offset,
+                           (region,), next_offset, window.end)
 
     async def list_offset(self, timestamp: int) -> OffsetLookup:
         return await self._call("list_offset", timestamp, OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
@@ -188,16 +225,3 @@ class ReplicaChannel:
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
 
-
-def _retrieve_exception(future: asyncio.Future) -> None:
-    if not future.cancelled():
-        future.exception()
-
-
-def _same_file(path: str, inode: int) -> bool:
-    """Whether `path` is still the file `inode` (0: not checked); a retention or cleaner pass
-    may have removed or replaced a segment since a read-ahead named it."""
-    try:
-        return inode == 0 or os.stat(path).st_ino == inode
-    except OSError:
-        return False

@@ -31,7 +31,8 @@ _READ = struct.Struct(">BqiI")               # op, fetch offset, max bytes, max 
 _PRODUCE_RESULT = struct.Struct(">hqqqH")    # error, base offset, append time, log start, message length
 _RECORD_ERRORS = struct.Struct(">H")         # count of record errors, after the message
 _RECORD_ERROR = struct.Struct(">iH")         # batch index, message length
-_FETCH_HEAD = struct.Struct(">hqqqqH")       # error, high watermark, last stable, log start, next offset, regions
+_FETCH_HEAD = struct.Struct(">hqqqqqH")      # error, high watermark, last stable, log start, next offset,
+#                                              committed end, regions
 _REGION = struct.Struct(">HqIQ")             # path length, position, length, inode
 
 # Unix socket paths are limited to 107 bytes, so they are named by a hash.
@@ -145,7 +146,8 @@ def decode_read(body: memoryview) -> tuple[int, int, int]:
 
 def encode_fetch_result(result: FetchResult) -> bytes:
     out = bytearray(_FETCH_HEAD.pack(result.error, result.high_watermark, result.last_stable_offset,
-                                     result.log_start_offset, result.next_offset, len(result.regions)))
+                                     result.log_start_offset, result.next_offset, result.committed_end,
+                                     len(result.regions)))
     for region in result.regions:
         path = region.path.encode()
         out += _REGION.pack(len(path), region.position, region.length, region.inode) + path
@@ -153,11 +155,11 @@ def encode_fetch_result(result: FetchResult) -> bytes:
 
 
 def decode_fetch_result(body: memoryview) -> FetchResult:
-    error, hw, lso, start, next_offset, count = _FETCH_HEAD.unpack_from(body, 0)
+    error, hw, lso, start, next_offset, committed_end, count = _FETCH_HEAD.unpack_from(body, 0)
     pos, regions = _FETCH_HEAD.size, []
     for _ in range(count):
         size, position, length, inode = _REGION.unpack_from(body, pos)
         pos += _REGION.size
         regions.append(Region(bytes(body[pos:pos + size]).decode(), position, length, inode))
         pos += size
-    return FetchResult(ErrorCode(error), hw, lso, start, tuple(regions), next_offset)
+    return FetchResult(ErrorCode(error), hw, lso, start, tuple(regions), next_offset, committed_end)

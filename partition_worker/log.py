@@ -434,6 +434,15 @@ class PartitionLog:
                 break
         return ReadResult(tuple(regions), next_offset)
 
+    def committed_end(self, path: str, high_watermark: int) -> int:
+        """The byte position in segment file `path` up to which it holds whole batches below
+        `high_watermark`: its size once all its batches are; -1 when that is not the case or
+        `path` is no segment of this log (finding the position would take a scan)."""
+        for seg in reversed(self._segments):
+            if str(seg.log_path) == path:
+                return seg.size if seg.next_offset <= high_watermark else -1
+        return -1
+
     def read_bytes(self, region: FileRegion) -> bytes:
         """The bytes of a region (tests, tools and callers without sendfile), found by its
         file's identity even after its segment was deleted; FileNotFoundError once it is gone."""

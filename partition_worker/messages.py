@@ -37,6 +37,9 @@ class FetchResult:
     log_start_offset: int = -1
     regions: tuple[Region, ...] = ()
     next_offset: int = -1  # the offset after the last batch in `regions` (-1: no regions)
+    # Where the committed whole batches end in the last region's file (-1: not known): the
+    # front end reads on from `regions` up to there itself (net/data_plane.py).
+    committed_end: int = -1
 
     @property
     def size(self) -> int:

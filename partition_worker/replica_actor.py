@@ -405,8 +405,11 @@ class PartitionReplica:
         except OSError:  # the disk failed under the log: the client refreshes metadata and retries
             self._logger.exception("could not read offset %d", fetch_offset)
             return FetchResult(ErrorCode.KAFKA_STORAGE_ERROR, hw, hw, start)
+        if not result.regions:
+            return FetchResult(ErrorCode.NONE, hw, hw, start)
         regions = tuple(Region(r.path, r.position, r.length, r.inode) for r in result.regions)
-        return FetchResult(ErrorCode.NONE, hw, hw, start, regions, result.next_offset if regions else -1)
+        return FetchResult(ErrorCode.NONE, hw, hw, start, regions, result.next_offset,
+                           self._log.committed_end(regions[-1].path, hw))
 
     def _wake_fetchers(self) -> None:
         """Release parked fetches; they re-check the log."""

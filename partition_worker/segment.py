@@ -18,7 +18,7 @@ import os
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from rafka.partition_worker.file_cache import Borrowed, SegmentFileCache, shared_cache
 from rafka.partition_worker.index import DEFAULT_INDEX_BYTES, CorruptIndexError, OffsetIndex, TimeIndex
@@ -58,6 +58,31 @@ class FileRegion:
     length: int
     # The file's identity, which a reader checks (a swap or a rename may reuse the name); not part of equality.
     inode: int = field(default=0, compare=False)
+
+
+def iter_headers(pread: Callable[[int, int], bytes], start: int, limit: int) -> Iterator[BatchHeader]:
+    """Headers of the whole batches of a segment file from position `start` up to `limit`,
+    read with `pread(size, position)` a chunk at a time.
+
+    Stops at the first header that is cut short or names a batch running past `limit`. Does
+    not check CRCs. Shared by the replica's segments and the front end's reads of committed
+    bytes (`net/data_plane.py`).
+    """
+    pos = start
+    chunk = b""
+    chunk_start = pos
+    while limit - pos >= RECORD_BATCH_OVERHEAD:
+        off = pos - chunk_start
+        if off < 0 or off + RECORD_BATCH_OVERHEAD > len(chunk):
+            chunk = pread(min(_HEADER_CHUNK, limit - pos), pos)
+            chunk_start, off = pos, 0
+            if len(chunk) < RECORD_BATCH_OVERHEAD:
+                return
+        h = BatchHeader(*HEADER_STRUCT.unpack_from(chunk, off), pos)
+        if h.batch_length < MIN_BATCH_LENGTH or pos + h.size > limit:
+            return
+        yield h
+        pos += h.size
 
 
 class LogSegment:
@@ -178,23 +203,11 @@ class LogSegment:
         Stops at `end` (default: the current size) or at the first header that is cut short
         or names a batch running past the end. Does not check CRCs.
         """
-        limit = self.size if end is None else end
-        pos = start
-        chunk = b""
-        chunk_start = pos
-        while limit - pos >= RECORD_BATCH_OVERHEAD:
-            off = pos - chunk_start
-            if off < 0 or off + RECORD_BATCH_OVERHEAD > len(chunk):
-                with self._file() as fd:  # not held across yields: the cache may evict it
-                    chunk = os.pread(fd, min(_HEADER_CHUNK, limit - pos), pos)
-                chunk_start, off = pos, 0
-                if len(chunk) < RECORD_BATCH_OVERHEAD:
-                    return
-            h = BatchHeader(*HEADER_STRUCT.unpack_from(chunk, off), pos)
-            if h.batch_length < MIN_BATCH_LENGTH or pos + h.size > limit:
-                return
-            yield h
-            pos += h.size
+        return iter_headers(self._pread, start, self.size if end is None else end)
+
+    def _pread(self, size: int, position: int) -> bytes:
+        with self._file() as fd:  # not held across yields: the cache may evict it
+            return os.pread(fd, size, position)
 
     def batch_at(self, offset: int) -> BatchHeader | None:
         """Header of the batch holding `offset`, or of the first batch after it; None past the end."""

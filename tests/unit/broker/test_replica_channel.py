@@ -1,5 +1,5 @@
 """The front end's data channel against a real replica serving its Unix socket (no Ray):
-reads answered at once or parked, and the read-ahead of a sequential reader's next window."""
+reads answered at once or parked, and a sequential reader served from committed windows."""
 import asyncio
 import shutil
 import tempfile
@@ -57,43 +57,67 @@ async def append(channel: ReplicaChannel, count: int) -> None:
         assert (await channel.append(batch(), 1)).error is ErrorCode.NONE
 
 
-def test_a_sequential_read_is_answered_from_the_window_read_ahead(short_dir):
+def test_a_consumer_working_through_a_backlog_is_served_from_the_committed_window(short_dir):
     async def scenario(replica, channel):
-        await append(channel, 2)                              # offsets 0-5
-        first = await channel.read(0, BATCH_BYTES)
-        assert first.error is ErrorCode.NONE and first.size == BATCH_BYTES
-        assert (first.next_offset, first.high_watermark) == (3, 6)
-        await asyncio.sleep(0.05)                             # the read-ahead of offset 3 has answered
-        await append(channel, 1)                              # offsets 6-8: the read-ahead does not know
+        await append(channel, 3)                              # offsets 0-8, one segment
+        first = await channel.read(0, BATCH_BYTES)            # from the replica
+        assert (first.next_offset, first.high_watermark) == (3, 9)
+        assert first.committed_end == 3 * BATCH_BYTES
+        await append(channel, 1)                              # offsets 9-11: the window does not know
         second = await channel.read(3, BATCH_BYTES)
-        assert (second.next_offset, second.high_watermark) == (6, 6)  # the read-ahead's answer
-        assert second.regions and second.regions[0].position == BATCH_BYTES
-        third = await channel.read(6, BATCH_BYTES)            # nothing was read ahead at the end
-        assert (third.next_offset, third.high_watermark) == (9, 9)
+        assert (second.next_offset, second.high_watermark) == (6, 9)  # read by the channel itself
+        assert [(r.path, r.position, r.length) for r in second.regions] == \
+            [(first.regions[0].path, BATCH_BYTES, BATCH_BYTES)]
+        third = await channel.read(6, 1 << 20)                # the rest of the window, whole batches
+        assert (third.next_offset, third.high_watermark, third.size) == (9, 9, BATCH_BYTES)
+        fourth = await channel.read(9, 1 << 20)               # window used up: the replica again
+        assert (fourth.next_offset, fourth.high_watermark, fourth.size) == (12, 12, BATCH_BYTES)
+        assert fourth.regions[0].position == 3 * BATCH_BYTES
     run_with_replica(short_dir, scenario)
 
 
-def test_an_old_read_ahead_is_not_used(short_dir, monkeypatch):
-    monkeypatch.setattr(data_plane, "READ_AHEAD_MAX_AGE_S", 0.0)
+def test_a_window_gives_at_least_one_whole_batch_and_never_splits_one(short_dir):
+    async def scenario(replica, channel):
+        await append(channel, 3)
+        await channel.read(0, BATCH_BYTES)
+        small = await channel.read(3, 10)                     # smaller than a batch: still one batch
+        assert (small.size, small.next_offset) == (BATCH_BYTES, 6)
+        assert (await channel.read(6, 2 * BATCH_BYTES - 1)).size == BATCH_BYTES
+    run_with_replica(short_dir, scenario)
+
+
+def test_an_old_window_is_not_used(short_dir, monkeypatch):
+    monkeypatch.setattr(data_plane, "WINDOW_MAX_AGE_S", 0.0)
 
     async def scenario(replica, channel):
-        await append(channel, 2)
+        await append(channel, 3)
         await channel.read(0, BATCH_BYTES)
-        await asyncio.sleep(0.05)
         await append(channel, 1)
         second = await channel.read(3, BATCH_BYTES)
-        assert (second.next_offset, second.high_watermark) == (6, 9)  # read again: the current watermark
+        assert (second.next_offset, second.high_watermark) == (6, 12)  # the replica's current watermark
     run_with_replica(short_dir, scenario)
 
 
-def test_a_read_ahead_of_a_deleted_segment_is_not_used(short_dir):
+def test_a_window_in_a_replaced_segment_file_is_not_used(short_dir):
+    async def scenario(replica, channel):
+        await append(channel, 3)
+        first = await channel.read(0, BATCH_BYTES)
+        await append(channel, 1)
+        path = Path(first.regions[0].path)
+        copy = path.with_suffix(".copy")
+        shutil.copyfile(path, copy)
+        copy.replace(path)                                    # the same bytes, another file (inode)
+        second = await channel.read(3, BATCH_BYTES)
+        assert (second.next_offset, second.high_watermark) == (6, 12)  # asked the replica
+    run_with_replica(short_dir, scenario)
+
+
+def test_a_window_of_a_deleted_segment_is_not_used(short_dir):
     async def scenario(replica, channel):
         await append(channel, 12)                             # several 1 KiB segments
         first = await channel.read(0, BATCH_BYTES)
-        await asyncio.sleep(0.05)
         assert (await replica.delete_records(30)).error is ErrorCode.NONE
         assert not Path(first.regions[0].path).exists()      # renamed .deleted, removed later
-        # The read-ahead named a segment now renamed for deletion: the read goes to the replica.
         second = await channel.read(first.next_offset, BATCH_BYTES)
         assert second.error is ErrorCode.OFFSET_OUT_OF_RANGE and second.log_start_offset == 30
     run_with_replica(short_dir, scenario)

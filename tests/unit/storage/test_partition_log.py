@@ -64,6 +64,16 @@ def test_append_assigns_offsets_and_rolls_segments(tmp_path):
     assert recs[5].key == b"k2"
 
 
+def test_committed_end_is_a_segments_size_once_all_its_batches_are_below_the_high_watermark(tmp_path):
+    log = PartitionLog.open(tmp_path / "orders-0", SMALL)
+    fill(log, 12)
+    first, *_, active = log.segments
+    assert log.committed_end(str(first.log_path), active.base_offset) == first.size
+    assert log.committed_end(str(active.log_path), log.log_end_offset) == active.size
+    assert log.committed_end(str(active.log_path), log.log_end_offset - 1) == -1  # its last batch is not
+    assert log.committed_end(str(tmp_path / "elsewhere.log"), log.log_end_offset) == -1
+
+
 def test_append_info(tmp_path):
     log = PartitionLog.open(tmp_path / "t-0", SMALL)
     log.append(batch(2), leader_epoch=0, max_batch_bytes=MAX)
