@@ -29,7 +29,7 @@ import itertools
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable
 
 from rafka.common.errors import ErrorCode
@@ -202,8 +202,7 @@ class ReplicaChannel:
         if not length:
             return None
         region = Region(window.path, window.position, length, window.inode)
-        self._open_window(next_offset, _Window(window.path, window.inode, window.position + length, window.end,
-                                               window.high_watermark, window.log_start_offset, window.opened_at))
+        self._open_window(next_offset, replace(window, position=window.position + length))
         return FetchResult(ErrorCode.NONE, window.high_watermark, window.high_watermark, window.log_start_offset,
                            (region,), next_offset, window.end)
 

@@ -260,10 +260,11 @@ class PartitionReplica:
                 elif view[0] == dc.OP_READ:
                     offset, max_bytes, max_wait_ms = dc.decode_read(view)
                     result = self._read_now(offset, max_bytes)
-                    if result.regions or result.error is not ErrorCode.NONE or max_wait_ms <= 0:
+                    if _final(result, max_wait_ms):
                         protocol.transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
                     else:  # nothing to read yet: park until an append or the deadline
-                        asyncio.ensure_future(self._answer_read(protocol, request_id, offset, max_bytes, max_wait_ms))
+                        asyncio.ensure_future(self._answer_parked_read(protocol, request_id, offset, max_bytes,
+                                                                       max_wait_ms, result))
                 else:
                     raise ValueError(f"unknown data-plane op {view[0]}")
             except Exception:  # noqa: BLE001 - a bad frame closes this connection only
@@ -280,9 +281,9 @@ class PartitionReplica:
         if protocol.transport is not None:
             dc.widen_socket_buffers(protocol.transport.get_extra_info("socket"))
 
-    async def _answer_read(self, protocol: FramedProtocol, request_id: int, offset: int, max_bytes: int,
-                           max_wait_ms: int) -> None:
-        result = await self.read(offset, max_bytes, max_wait_ms)
+    async def _answer_parked_read(self, protocol: FramedProtocol, request_id: int, offset: int, max_bytes: int,
+                                  max_wait_ms: int, empty: FetchResult) -> None:
+        result = await self._wait_for_data(offset, max_bytes, max_wait_ms, empty)
         if protocol.transport is not None and not protocol.transport.is_closing():
             protocol.transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
 
@@ -320,8 +321,13 @@ class PartitionReplica:
         An offset between the high watermark and the log end gets an empty answer.
         """
         result = self._read_now(fetch_offset, max_bytes)
-        if result.regions or result.error is not ErrorCode.NONE or max_wait_ms <= 0:
+        if _final(result, max_wait_ms):
             return result
+        return await self._wait_for_data(fetch_offset, max_bytes, max_wait_ms, result)
+
+    async def _wait_for_data(self, fetch_offset: int, max_bytes: int, max_wait_ms: int,
+                             result: FetchResult) -> FetchResult:
+        """After the empty `result`, read again at each append until data comes or `max_wait_ms` passes."""
         deadline = time.monotonic() + max_wait_ms / 1000
         while True:
             remaining = deadline - time.monotonic()
@@ -415,6 +421,11 @@ class PartitionReplica:
         """Release parked fetches; they re-check the log."""
         self._appended.set()
         self._appended = asyncio.Event()
+
+
+def _final(result: FetchResult, max_wait_ms: int) -> bool:
+    """Whether a read's first result is its answer: data, an error, or no wait asked for."""
+    return bool(result.regions) or result.error is not ErrorCode.NONE or max_wait_ms <= 0
 
 
 def _now_ms() -> int:
