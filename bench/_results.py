@@ -26,6 +26,7 @@ class WorkloadResult:
     consumed: int
     consume_client_cpu_s: float = 0.0  # CPU of the consuming process (librdkafka + Python loop)
     consume_defaults_s: float = 0.0  # the same consume again, with librdkafka's default settings
+    produce_untimed: int = 0  # of `records`, those produced and acknowledged before the clock started
 
     @property
     def consume_client_core_share(self) -> float:
@@ -34,11 +35,11 @@ class WorkloadResult:
 
     @property
     def produce_rps(self) -> float:
-        return self.records / self.produce_s
+        return (self.records - self.produce_untimed) / self.produce_s
 
     @property
     def produce_mbps(self) -> float:
-        return self.records * self.record_size / self.produce_s / MB
+        return self.produce_rps * self.record_size / MB
 
     @property
     def consume_rps(self) -> float:

@@ -64,3 +64,11 @@ def test_the_defaults_consume_rate_is_summarised_like_the_others() -> None:
     results.workloads += [WorkloadResult("rafka", 100, 1000, 1.0, 1.0, 1000, 0.5, consume_defaults_s=4.0),
                           WorkloadResult("rafka", 100, 1000, 1.0, 1.0, 1000, 0.5, consume_defaults_s=2.0)]
     assert results.summary("rafka", 100).consume_defaults_rps == pytest.approx(500)
+
+
+def test_produce_rate_leaves_out_the_untimed_warm_up_records() -> None:
+    """The producer's warm-up records were acknowledged before the clock started."""
+    warmed = WorkloadResult("rafka", 100, 1001, 2.0, 1.0, 1001, 0.5, produce_untimed=1)
+    assert warmed.produce_rps == pytest.approx(500.0)
+    assert warmed.produce_mbps == pytest.approx(500.0 * 100 / 1e6)
+    assert warmed.consume_rps == pytest.approx(1001.0)
