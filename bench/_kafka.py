@@ -99,9 +99,9 @@ def _wait_for_leaders(admin: AdminClient, name: str, partitions: int, timeout_s:
 
 
 def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_s: float,
-            idempotent: bool = False) -> float:
-    """Produce `records` values of `record_size` bytes; return seconds from the first timed send to
-    the last ack.
+            idempotent: bool = False) -> tuple[int, float]:
+    """Produce `records` values of `record_size` bytes; return how many of them were timed and the
+    seconds from the first timed send to the last ack.
 
     The producer first sends `WARM_UP_RECORDS` of them and waits for their ack, untimed, so the
     time is the broker's produce path and not the client's start-up: librdkafka's idempotent
@@ -124,16 +124,16 @@ def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_
     _send_all(producer, topic, payload, warm_up)
     if producer.flush(timeout_s):
         raise PhaseError(f"produce to {topic}: the warm-up record was not acknowledged after {timeout_s:.0f} s")
-    records -= warm_up
+    timed = records - warm_up
     started = time.perf_counter()
-    _send_all(producer, topic, payload, records)
+    _send_all(producer, topic, payload, timed)
     remaining = producer.flush(timeout_s)
     elapsed = time.perf_counter() - started
     if remaining:
         raise PhaseError(f"produce to {topic}: {remaining} records unacknowledged after {timeout_s:.0f} s")
     if errors:
         raise PhaseError(f"produce to {topic}: {len(errors)} records failed, first: {errors[0]}")
-    return elapsed
+    return timed, elapsed
 
 
 def _send_all(producer: Producer, topic: str, payload: bytes, records: int) -> None:
@@ -221,7 +221,7 @@ def run_workload(broker: str, bootstrap: str, record_size: int, records: int,
     topic = f"bench-{record_size}-{int(time.time() * 1000)}"
     create_topic(bootstrap, topic)
     try:
-        produce_s = produce(bootstrap, topic, records, record_size, timeout_s, idempotent)
+        timed, produce_s = produce(bootstrap, topic, records, record_size, timeout_s, idempotent)
         consumed, consume_s, consume_cpu_s = consume(bootstrap, topic, records, idle_timeout_s)
         _check_count(broker, record_size, consumed, records, idle_timeout_s)
         consumed_defaults, consume_defaults_s, _ = consume(bootstrap, topic, records, idle_timeout_s,
@@ -230,7 +230,7 @@ def run_workload(broker: str, bootstrap: str, record_size: int, records: int,
     finally:
         delete_topic(bootstrap, topic)
     return WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed, consume_cpu_s,
-                          consume_defaults_s, produce_untimed=min(WARM_UP_RECORDS, records))
+                          consume_defaults_s, produce_untimed=records - timed)
 
 
 def _check_count(broker: str, record_size: int, consumed: int, records: int, idle_timeout_s: float) -> None:
