@@ -223,4 +223,3 @@ class ReplicaChannel:
     def close(self) -> None:
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
-

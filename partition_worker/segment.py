@@ -73,7 +73,7 @@ def iter_headers(pread: Callable[[int, int], bytes], start: int, limit: int) -> 
     chunk_start = pos
     while limit - pos >= RECORD_BATCH_OVERHEAD:
         off = pos - chunk_start
-        if off < 0 or off + RECORD_BATCH_OVERHEAD > len(chunk):
+        if off + RECORD_BATCH_OVERHEAD > len(chunk):  # the next header is not in the chunk
             chunk = pread(min(_HEADER_CHUNK, limit - pos), pos)
             chunk_start, off = pos, 0
             if len(chunk) < RECORD_BATCH_OVERHEAD:
