@@ -134,8 +134,12 @@ def test_idempotent_producer_retries_across_kill_9_with_no_loss_and_no_duplicate
                     except BufferError:
                         producer.poll(0.05)
                 producer.poll(0)
-                if i % 500 == 0:
-                    time.sleep(0.01)  # spread production over the kill and the restart
+                if i % 100 == 0:
+                    time.sleep(0.01)  # spread production (4 s at least) over the kill and the restart
+            # Delivery reports reach `acked` only through poll(): keep serving them until every
+            # record is settled. (The first ack may come late: librdkafka's idempotent producer
+            # can wait 0.5 s for its producer id.)
+            producer.flush(170)
 
         thread = threading.Thread(target=produce_all)
         thread.start()
