@@ -51,7 +51,7 @@ def test_front_end_refuses_partitions_led_elsewhere(three_brokers):
         with KafkaConnection.to(handle.address) as conn:
             wait_until(lambda: conn.request(METADATA, 12, {
                 "topics": [{"topic_id": None, "name": "spread"}], "allow_auto_topic_creation": False,
-                "include_topic_authorized_operations": False})["topics"][0]["error_code"] == 0, timeout_s=10,
+                "include_topic_authorized_operations": False})["topics"][0]["error_code"] == 0, timeout_s=30,
                 message=f"broker {handle.broker_id} knows the topic")
     with KafkaConnection.to(three_brokers.brokers[0].address) as conn:
         meta = conn.request(METADATA, 12, {"topics": [{"topic_id": None, "name": "spread"}],

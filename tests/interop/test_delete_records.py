@@ -130,7 +130,7 @@ def test_confluent_delete_records(bootstrap, rafka_cluster):
     assert earliest_offset(bootstrap, topic) == COUNT
     # Every segment but the active one went, and file.delete.delay.ms=0 removes their files at once.
     wait_until(lambda: len(list(partition_dir.glob("*.log"))) == 1 and not list(partition_dir.glob("*.deleted")),
-               timeout_s=10, message="deleted segment files removed")
+               timeout_s=30, message="deleted segment files removed")
 
 
 def test_raw_delete_records_versions_and_unknown_partitions(bootstrap):
