@@ -34,15 +34,15 @@ from rafka.common.errors import (ErrorCode, InvalidPartitionsError, InvalidRepli
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import Endpoint, TopicPartition, topic_name_problem
 from rafka.common.topic_configs import ConfigEntry, describe_broker, describe_topic
-from rafka.coordinator import assignment as assign
-from rafka.coordinator.broker_checkpoints import BrokerCheckpoints, PartitionCheckpoint
-from rafka.coordinator.cleaner_manager import CleanerManager, LogToClean, cleaner_summary
-from rafka.coordinator.controller_logic import build_metadata_snapshot, elect_partition_states
-from rafka.coordinator.group_coordinator import GroupSettings
-from rafka.coordinator.group_state import GroupConfig
+from rafka.coordinator.controller import assignment as assign
+from rafka.partition_worker.broker_checkpoints import BrokerCheckpoints, PartitionCheckpoint
+from rafka.coordinator.broker.cleaner_manager import CleanerManager, LogToClean, cleaner_summary
+from rafka.coordinator.controller.election import build_metadata_snapshot, elect_partition_states
+from rafka.coordinator.group.group_coordinator import GroupSettings
+from rafka.coordinator.group.group_state import GroupConfig
 from rafka.coordinator.messages import TopicResult, TopicSpec
-from rafka.coordinator.zk_data import BrokerRegistration, ProducerIdBlock, TopicAssignment
-from rafka.coordinator.zk_store import ZkStore
+from rafka.coordinator.zk.zk_data import BrokerRegistration, ProducerIdBlock, TopicAssignment
+from rafka.coordinator.zk.zk_store import ZkStore
 from rafka.net.frontend_actor import Frontend
 from rafka.common.metadata import ClusterMetadata
 from rafka.partition_worker.data_channel import socket_path

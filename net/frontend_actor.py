@@ -14,9 +14,9 @@ from typing import Any, AsyncIterator
 from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
-from rafka.coordinator.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupSettings
+from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupSettings
 from rafka.coordinator.messages import TopicResult, TopicSpec
-from rafka.coordinator.producer_ids import ProducerIdManager, ProducerIdSource
+from rafka.coordinator.transaction.producer_ids import ProducerIdManager, ProducerIdSource
 from rafka.net.data_plane import ReplicaChannel
 from rafka.partition_worker.record_batch import next_offset_after
 from rafka.partition_worker.segment_files import read_region

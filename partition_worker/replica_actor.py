@@ -25,7 +25,7 @@ from rafka.common.frames import FramedProtocol
 from rafka.common.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
-from rafka.coordinator.broker_checkpoints import PartitionCheckpoint
+from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
 from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.checkpoints import (
     LeaderEpochCache, read_partition_metadata, topic_id_text, write_partition_metadata,

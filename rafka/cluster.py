@@ -129,12 +129,12 @@ class Cluster:
                             zookeeper_connect=zk_connect)
 
     def _start_zookeeper(self) -> str:
-        from rafka.coordinator.zk_server import EmbeddedZooKeeper
+        from rafka.coordinator.zk.zk_server import EmbeddedZooKeeper
 
         self._zookeeper = EmbeddedZooKeeper(self.data_dir / "zookeeper")
         self._zookeeper.start()
         # Nobody else can be connected to a ZooKeeper we just started: registrations left
         # by a killed run are stale, so clear them instead of waiting for session expiry.
-        from rafka.coordinator.zk_store import clear_stale_ephemerals
+        from rafka.coordinator.zk.zk_store import clear_stale_ephemerals
         clear_stale_ephemerals(self._zookeeper.connect_string)
         return self._zookeeper.connect_string

@@ -7,7 +7,7 @@ from typing import Iterator
 import pytest
 from kazoo.client import KazooClient
 
-from rafka.coordinator.zk_server import EmbeddedZooKeeper
+from rafka.coordinator.zk.zk_server import EmbeddedZooKeeper
 
 
 @pytest.fixture(scope="session")

@@ -9,8 +9,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from rafka.common.errors import StartupError
-from rafka.coordinator import zk_server
-from rafka.coordinator.zk_server import EmbeddedZooKeeper, is_zookeeper_process, read_pid_file, stop_from_pid_file
+from rafka.coordinator.zk import zk_server
+from rafka.coordinator.zk.zk_server import EmbeddedZooKeeper, is_zookeeper_process, read_pid_file, stop_from_pid_file
 
 
 def listening_addresses(pid: int) -> set[tuple[str, int]]:

@@ -14,10 +14,10 @@ import pytest
 
 from rafka.common.errors import StaleControllerEpochError, StartupError, TopicAlreadyExistsError
 from rafka.common.types import Endpoint
-from rafka.coordinator import zk_data as zd
-from rafka.coordinator.zk_data import BrokerRegistration, PartitionState, TopicAssignment
-from rafka.coordinator.zk_server import free_port
-from rafka.coordinator.zk_store import PartitionStateConflictError, ZkStore
+from rafka.coordinator.zk import zk_data as zd
+from rafka.coordinator.zk.zk_data import BrokerRegistration, PartitionState, TopicAssignment
+from rafka.coordinator.zk.zk_server import free_port
+from rafka.coordinator.zk.zk_store import PartitionStateConflictError, ZkStore
 
 
 def wait_until(cond: Callable[[], bool], timeout_s: float = 10.0) -> None:
@@ -228,7 +228,7 @@ def test_watches_report_brokers_and_topics(stores):
 
 def test_clear_stale_ephemerals_removes_registrations_of_a_dead_run(stores, zk_raw):
     from kazoo.client import KazooClient
-    from rafka.coordinator.zk_store import clear_stale_ephemerals
+    from rafka.coordinator.zk.zk_store import clear_stale_ephemerals
     s = stores()
     dead = KazooClient(hosts=s.connect, timeout=30.0)  # a long session that would linger
     dead.start(timeout=10)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from rafka.common.types import TopicPartition
-from rafka.coordinator.broker_checkpoints import BrokerCheckpoints, PartitionCheckpoint
+from rafka.partition_worker.broker_checkpoints import BrokerCheckpoints, PartitionCheckpoint
 from rafka.partition_worker.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, read_offset_checkpoint,
 )

@@ -3,7 +3,7 @@ uncleanable partitions skipped, checkpoints kept by the caller."""
 from __future__ import annotations
 
 from rafka.common.types import TopicPartition
-from rafka.coordinator.cleaner_manager import CleanerManager, LogToClean, cleaner_summary
+from rafka.coordinator.broker.cleaner_manager import CleanerManager, LogToClean, cleaner_summary
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
 
 A, B, C, D = (TopicPartition("t", i) for i in range(4))

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pickle
 
 from rafka.common.types import Endpoint
-from rafka.coordinator.controller_logic import build_metadata_snapshot, elect_leaders, elect_partition
-from rafka.coordinator.zk_data import (LEADER_RECOVERY_RECOVERING, NO_LEADER, BrokerRegistration, PartitionState,
+from rafka.coordinator.controller.election import build_metadata_snapshot, elect_leaders, elect_partition
+from rafka.coordinator.zk.zk_data import (LEADER_RECOVERY_RECOVERING, NO_LEADER, BrokerRegistration, PartitionState,
                                        TopicAssignment, new_kafka_uuid)
 
 EPOCH = 4

@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 
 from rafka.common.errors import ErrorCode
-from rafka.coordinator import offsets_records as records
-from rafka.coordinator.group_coordinator import GroupCoordinator, GroupSettings
-from rafka.coordinator.group_messages import CommittedOffset
-from rafka.coordinator.group_state import GroupConfig, JoinRequest, SyncRequest
+from rafka.coordinator.group import offsets_records as records
+from rafka.coordinator.group.group_coordinator import GroupCoordinator, GroupSettings
+from rafka.coordinator.group.group_messages import CommittedOffset
+from rafka.coordinator.group.group_state import GroupConfig, JoinRequest, SyncRequest
 
 PARTITIONS = 4
 GROUP = "g"

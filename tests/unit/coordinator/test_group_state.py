@@ -7,8 +7,8 @@ import itertools
 import pytest
 
 from rafka.common.errors import ErrorCode
-from rafka.coordinator.group_messages import GroupSnapshot, MemberSnapshot
-from rafka.coordinator.group_state import (
+from rafka.coordinator.group.group_messages import GroupSnapshot, MemberSnapshot
+from rafka.coordinator.group.group_state import (
     COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, GroupConfig, GroupCoordinatorState,
     HeartbeatRequest, HeartbeatResponse, JoinMember, JoinRequest, JoinResponse, LeaveRequest, LeaveResponse,
     SyncRequest, SyncResponse,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import struct
 
 import pytest
-from rafka.coordinator import offsets_records as rec
-from rafka.coordinator.group_messages import (
+from rafka.coordinator.group import offsets_records as rec
+from rafka.coordinator.group.group_messages import (
     CommittedOffset,
     GroupSnapshot,
     MemberSnapshot,
 )
-from rafka.coordinator.offset_store import OffsetStore, subscribed_topics
+from rafka.coordinator.group.offset_store import OffsetStore, subscribed_topics
 
 MINUTE = 60_000
 DAY = 24 * 60 * MINUTE

@@ -6,13 +6,13 @@ import random
 import struct
 
 import pytest
-from rafka.coordinator import offsets_records as rec
-from rafka.coordinator.group_messages import (
+from rafka.coordinator.group import offsets_records as rec
+from rafka.coordinator.group.group_messages import (
     CommittedOffset,
     GroupSnapshot,
     MemberSnapshot,
 )
-from rafka.coordinator.offsets_records import (
+from rafka.coordinator.group.offsets_records import (
     GroupKey,
     OffsetKey,
     OffsetsRecordError,

@@ -5,10 +5,10 @@ import asyncio
 
 import pytest
 
-from rafka.coordinator.producer_ids import (
+from rafka.coordinator.transaction.producer_ids import (
     MAX_EPOCH, NeedsBlock, ProducerIdAndEpoch, ProducerIdManager, ProducerIdSource,
 )
-from rafka.coordinator.zk_data import ProducerIdBlock
+from rafka.coordinator.zk.zk_data import ProducerIdBlock
 
 DAY = 86_400_000
 

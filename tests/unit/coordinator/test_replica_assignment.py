@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from rafka.common.errors import InvalidPartitionsError, InvalidReplicationFactorError
-from rafka.coordinator.assignment import (InvalidReplicaAssignmentError, assign_replicas_to_brokers,
+from rafka.coordinator.controller.assignment import (InvalidReplicaAssignmentError, assign_replicas_to_brokers,
                                           validate_replica_assignment)
 
 
@@ -67,6 +67,6 @@ def test_manual_assignment_refusals(assignment, match):
 
 
 def test_assign_replicas_broker_list_first_shape():
-    from rafka.coordinator.assignment import assign_replicas
+    from rafka.coordinator.controller.assignment import assign_replicas
     a = assign_replicas([0, 1, 2], 3, 2, rng=random.Random(1))
     assert a == assign_replicas_to_brokers(3, 2, [0, 1, 2], rng=random.Random(1))

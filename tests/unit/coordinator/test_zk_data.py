@@ -7,8 +7,8 @@ import uuid
 import pytest
 
 from rafka.common.types import Endpoint, TopicPartition
-from rafka.coordinator import zk_data as zd
-from rafka.coordinator.zk_data import BrokerRegistration, PartitionState, TopicAssignment
+from rafka.coordinator.zk import zk_data as zd
+from rafka.coordinator.zk.zk_data import BrokerRegistration, PartitionState, TopicAssignment
 
 
 def test_paths_are_kafkas():

@@ -26,8 +26,8 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from rafka.common.errors import (StaleControllerEpochError, StartupError, TopicAlreadyExistsError,
                                  UnknownTopicOrPartitionError)
-from rafka.coordinator import zk_data as zd
-from rafka.coordinator.zk_data import BrokerRegistration, PartitionState, TopicAssignment
+from rafka.coordinator.zk import zk_data as zd
+from rafka.coordinator.zk.zk_data import BrokerRegistration, PartitionState, TopicAssignment
 
 log = logging.getLogger(__name__)
 state_change_log = logging.getLogger("rafka.state_change")

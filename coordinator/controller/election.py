@@ -24,7 +24,7 @@ from typing import Collection, Mapping
 
 from rafka.common.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
 from rafka.common.types import INTERNAL_TOPICS
-from rafka.coordinator.zk_data import (LEADER_RECOVERY_RECOVERING, NO_LEADER, ZERO_UUID, BrokerRegistration,
+from rafka.coordinator.zk.zk_data import (LEADER_RECOVERY_RECOVERING, NO_LEADER, ZERO_UUID, BrokerRegistration,
                                        PartitionState, TopicAssignment)
 
 

@@ -30,7 +30,7 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from rafka.coordinator.group_messages import (
+from rafka.coordinator.group.group_messages import (
     NO_EXPIRE_TIMESTAMP,
     NO_LEADER_EPOCH,
     CommittedOffset,

@@ -47,7 +47,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from rafka.common.errors import ErrorCode
-from rafka.coordinator.group_messages import NO_GENERATION, UNKNOWN_MEMBER_ID, GroupSnapshot, MemberSnapshot
+from rafka.coordinator.group.group_messages import NO_GENERATION, UNKNOWN_MEMBER_ID, GroupSnapshot, MemberSnapshot
 
 log = logging.getLogger(__name__)
 

@@ -19,14 +19,14 @@ from typing import AsyncIterator, Callable, Protocol
 
 from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
-from rafka.coordinator import offsets_records as records
-from rafka.coordinator.group_messages import CommittedOffset
-from rafka.coordinator.group_state import (
+from rafka.coordinator.group import offsets_records as records
+from rafka.coordinator.group.group_messages import CommittedOffset
+from rafka.coordinator.group.group_state import (
     GroupConfig, GroupCoordinatorState, HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse,
     LeaveRequest, LeaveResponse, Outcome, SyncRequest, SyncResponse,
 )
-from rafka.coordinator.group_state import STABLE
-from rafka.coordinator.offset_store import OffsetStore
+from rafka.coordinator.group.group_state import STABLE
+from rafka.coordinator.group.offset_store import OffsetStore
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from rafka.coordinator import offsets_records as rec
-from rafka.coordinator.group_messages import (
+from rafka.coordinator.group import offsets_records as rec
+from rafka.coordinator.group.group_messages import (
     NO_EXPIRE_TIMESTAMP,
     CommittedOffset,
     GroupSnapshot,

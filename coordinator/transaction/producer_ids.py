@@ -21,7 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Awaitable, Callable
 
-from rafka.coordinator.zk_data import ProducerIdBlock
+from rafka.coordinator.zk.zk_data import ProducerIdBlock
 
 log = logging.getLogger(__name__)
 
