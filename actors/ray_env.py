@@ -52,10 +52,12 @@ def start_local_ray(namespace: str = DEFAULT_NAMESPACE, num_cpus: int | None = N
         raise RuntimeError(f"Ray started on {ip}, not on loopback; is RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 set?")
 
 
-def join_ray(address: str, namespace: str = DEFAULT_NAMESPACE) -> None:
-    """Join an existing Ray cluster (a `ray up` cluster or Ray-on-Spark)."""
+def join_ray(address: str, namespace: str = DEFAULT_NAMESPACE, *, log_to_driver: bool = True) -> None:
+    """Join an existing Ray cluster (a `ray up` cluster or Ray-on-Spark); a command that only
+    asks the cluster something passes `log_to_driver=False` so actors' logs stay out of its output."""
     if not ray.is_initialized():
-        ray.init(address=address, namespace=namespace, logging_level=logging.WARNING, configure_logging=False)
+        ray.init(address=address, namespace=namespace, logging_level=logging.WARNING, configure_logging=False,
+                 log_to_driver=log_to_driver)
 
 
 def pin_to_node(node_id: str | None) -> dict:

@@ -16,13 +16,26 @@ from pathlib import Path
 from typing import Any
 
 from rafka.actors import ray_env  # sets Ray's loopback environment before ray is imported
-from rafka.actors.naming import DEFAULT_NAMESPACE
-from rafka.actors.supervisor import start_broker, stop_broker
+from rafka.actors.naming import DEFAULT_NAMESPACE, coordinator_name
+from rafka.actors.supervisor import start_service, stop_service
 from rafka.common.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
 DEFAULT_FIRST_PORT = 9092
+
+
+def start_broker(config: BrokerConfig, namespace: str, node_id: str | None = None,
+                 stale_registration_wait_s: float = 0.0, timeout_s: float = 120.0) -> tuple[Any, dict]:
+    """Start one broker (its `BrokerCoordinator`, which starts the rest) and wait until it
+    serves; StartupError with the broker's own reason."""
+    from rafka.actors.ray_env import current_node_id
+    from rafka.coordinator.coordinator_actor import BrokerCoordinator
+
+    node = node_id or current_node_id()
+    return start_service(BrokerCoordinator, coordinator_name(config.broker_id), namespace,
+                         config, namespace, node, stale_registration_wait_s,
+                         node_id=node, label=f"broker {config.broker_id}", timeout_s=timeout_s)
 
 
 @dataclass(frozen=True)
@@ -35,6 +48,20 @@ class BrokerHandle:
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+def broker_status(namespace: str, broker_ids: list[int], timeout_s: float = 10.0) -> dict[int, dict]:
+    """Ask each broker's coordinator for its status, from any Ray driver of the cluster; a
+    broker that does not answer in time is reported with its error."""
+    ray = ray_env.ray
+    out: dict[int, dict] = {}
+    for broker_id in broker_ids:
+        try:
+            actor = ray.get_actor(coordinator_name(broker_id), namespace=namespace)
+            out[broker_id] = ray.get(actor.status.remote(), timeout=timeout_s)
+        except Exception as e:  # noqa: BLE001 - a dead or hung broker is part of the report
+            out[broker_id] = {"broker_id": broker_id, "error": f"{type(e).__name__}: {e}"}
+    return out
 
 
 class Cluster:
@@ -79,9 +106,18 @@ class Cluster:
         self.cluster_id = info["cluster_id"]
         return handle
 
+    @property
+    def ray_address(self) -> str:
+        """The address of the Ray cluster the brokers run on (for `ray.init(address=...)`)."""
+        return ray_env.ray.get_runtime_context().gcs_address
+
+    def broker_status(self, timeout_s: float = 10.0) -> dict[int, dict]:
+        """Each broker's own report (`BrokerCoordinator.status`): role, replicas, offline replicas."""
+        return broker_status(self.namespace, list(self.brokers), timeout_s)
+
     def stop_broker(self, broker_id: int) -> None:
         handle = self.brokers.pop(broker_id)
-        stop_broker(handle.actor)
+        stop_service(handle.actor)
 
     def stop(self) -> None:
         for broker_id in sorted(self.brokers, reverse=True):

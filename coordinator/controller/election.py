@@ -19,6 +19,7 @@ at, so the write can be conditional.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import replace
 from typing import Collection, Mapping
 
@@ -83,7 +84,22 @@ def elect_leaders(assignment: TopicAssignment, states: Mapping[int, PartitionSta
     return changes
 
 
-elect_partition_states = elect_leaders  # the name coordinator_actor.py uses
+class Campaign(enum.Enum):
+    """What a broker does about `/controller` after reading who holds it."""
+
+    STAY = "stay"      # nothing changes: another broker holds it, or this one still does
+    RUN = "run"        # nobody holds it: race to create it
+    RESIGN = "resign"  # this broker thought it was the controller, but another holds it
+
+
+def campaign(current_controller: int | None, broker_id: int, is_controller: bool) -> Campaign:
+    """Kafka's `ZkController` elect(): a broker races for `/controller` when the node is
+    gone, and gives up its role when the node names someone else."""
+    if current_controller is None:
+        return Campaign.RUN
+    if current_controller != broker_id and is_controller:
+        return Campaign.RESIGN
+    return Campaign.STAY
 
 
 # ---- metadata handed to front-ends --------------------------------------------------------

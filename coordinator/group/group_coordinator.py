@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import AsyncIterator, Callable, Protocol
 
+from rafka.common.config import BrokerConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.coordinator.group import offsets_records as records
@@ -59,6 +60,22 @@ class GroupSettings:
     commit_timeout_ms: int = 5000               # offsets.commit.timeout.ms
     metadata_max_bytes: int = 4096              # offset.metadata.max.bytes
     group: GroupConfig = GroupConfig()
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig, max_replication_factor: int) -> "GroupSettings":
+        """The settings a broker config gives; `__consumer_offsets` gets at most the
+        replication factor the cluster supports."""
+        return cls(
+            partitions=config.offsets_topic_num_partitions,
+            replication_factor=min(config.offsets_topic_replication_factor, max_replication_factor),
+            retention_ms=config.offsets_retention_minutes * 60_000,
+            retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+            commit_timeout_ms=config.offsets_commit_timeout_ms,
+            metadata_max_bytes=config.offset_metadata_max_bytes,
+            group=GroupConfig(min_session_timeout_ms=config.group_min_session_timeout_ms,
+                              max_session_timeout_ms=config.group_max_session_timeout_ms,
+                              initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                              max_size=config.group_max_size))
 
 
 class OffsetsStorage(Protocol):

@@ -413,8 +413,6 @@ class ZkStore:
         """Topics with an `/admin/delete_topics/<t>` marker, sorted."""
         return sorted(self.client.get_children(zd.DELETE_TOPICS_PATH))
 
-    pending_topic_deletions = topics_marked_for_deletion  # the name coordinator_actor.py uses
-
     def remove_topic_paths(self, topic: str) -> None:
         """The controller's last step of a deletion: remove the topic's assignment and
         partition states, its config, and its deletion marker (in that order, as Kafka)."""

@@ -1,9 +1,12 @@
-"""`rafka status`: say whether a detached cluster runs and where it serves."""
+"""`rafka status`: say whether a detached cluster runs, where it serves, and what each broker
+reports of itself (controller, replicas, replicas that are offline and why)."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
+import sys
 
 from rafka.cli.state import DEFAULT_DATA_DIR, pid_alive, read_state
 
@@ -22,6 +25,9 @@ def run(args: argparse.Namespace) -> int:
     for broker_id, address in (state.get("brokers") or {}).items():
         host, _, port = address.rpartition(":")
         brokers[broker_id] = {"address": address, "reachable": running and _reachable(host, int(port))}
+    if running and state.get("ray_address"):
+        for broker_id, report in _ask_brokers(state, [int(b) for b in brokers]).items():
+            brokers[str(broker_id)].update(report)
     report = {"running": running, "data_dir": args.data_dir, "pid": state.get("pid") if running else None,
               "bootstrap_servers": state.get("bootstrap_servers") if running else None,
               "zookeeper_connect": state.get("zookeeper_connect") if running else None,
@@ -30,14 +36,44 @@ def run(args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(report, indent=2))
     elif running:
-        print(f"rafka is running (pid {report['pid']}), cluster {report['cluster_id']}")
-        print(f"  bootstrap servers: {report['bootstrap_servers']}")
-        print(f"  zookeeper: {report['zookeeper_connect']}")
-        for broker_id, b in brokers.items():
-            print(f"  broker {broker_id}: {b['address']} {'serving' if b['reachable'] else 'NOT reachable'}")
+        _print_text(report)
     else:
         print(f"rafka is not running (data dir {args.data_dir})")
     return 0 if running else 1
+
+
+def _print_text(report: dict) -> None:
+    print(f"rafka is running (pid {report['pid']}), cluster {report['cluster_id']}")
+    print(f"  bootstrap servers: {report['bootstrap_servers']}")
+    print(f"  zookeeper: {report['zookeeper_connect']}")
+    for broker_id, b in report["brokers"].items():
+        role = " (controller)" if b.get("controller") else ""
+        print(f"  broker {broker_id}{role}: {b['address']} {'serving' if b['reachable'] else 'NOT reachable'}"
+              + (f", {len(b['replicas'])} replicas running" if "replicas" in b else ""))
+        if "error" in b:
+            print(f"    no answer from the broker: {b['error']}")
+        for o in b.get("offline_replicas", []):
+            print(f"    OFFLINE {o['partition']}: {o['error']} (failed {o['failures']} times; "
+                  f"next try in {o['retry_in_ms'] / 1000:.1f} s)")
+
+
+def _ask_brokers(state: dict, broker_ids: list[int]) -> dict[int, dict]:
+    """Join the cluster's Ray and ask every broker's coordinator for its status."""
+    print("asking the brokers...", file=sys.stderr)
+    if state.get("ray_auth_mode"):  # read by Ray when it is first imported
+        os.environ.setdefault("RAY_AUTH_MODE", state["ray_auth_mode"])
+    from rafka.actors import ray_env
+    from rafka.cluster import broker_status
+
+    namespace = state.get("namespace", "rafka")
+    try:
+        ray_env.join_ray(state["ray_address"], namespace, log_to_driver=False)
+    except Exception as e:  # noqa: BLE001 - the cluster may be going down
+        return {b: {"error": f"cannot join the cluster's Ray at {state['ray_address']}: {e}"} for b in broker_ids}
+    try:
+        return broker_status(namespace, broker_ids)
+    finally:
+        ray_env.ray.shutdown()
 
 
 def _reachable(host: str, port: int) -> bool:

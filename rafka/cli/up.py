@@ -107,6 +107,9 @@ def _serve(args: argparse.Namespace, data_dir: Path) -> int:
     write_state(data_dir, {"pid": os.getpid(), "bootstrap_servers": cluster.bootstrap_servers,
                            "brokers": {str(b.broker_id): b.address for b in cluster.brokers.values()},
                            "zookeeper_connect": cluster.zookeeper_connect, "cluster_id": cluster.cluster_id,
+                           "ray_address": cluster.ray_address, "namespace": cluster.namespace,
+                           # A local Ray enables token auth by itself; a command joining it must ask for it too.
+                           "ray_auth_mode": os.environ.get("RAY_AUTH_MODE"),
                            "started_in_s": round(elapsed, 2)})
     print(f"rafka serving at {cluster.bootstrap_servers} (cluster {cluster.cluster_id}, up in {elapsed:.1f} s); "
           "Ctrl-C to stop", file=sys.stderr)

@@ -61,7 +61,7 @@ def test_topic_and_partition_state_znodes(rafka_cluster, zk):
 
 
 def test_second_broker_with_a_live_id_fails_clearly(rafka_cluster, tmp_path):
-    from rafka.actors.supervisor import start_broker
+    from rafka.cluster import start_broker
 
     config = rafka_cluster.broker_config(0).replace(listeners=("PLAINTEXT://127.0.0.1:0",),
                                                      log_dirs=(str(tmp_path / "logs"),))

@@ -79,3 +79,21 @@ def test_metadata_snapshot_marks_offline_replicas_and_pickles():
     assert snap.brokers[1].host == "127.0.0.1" and snap.brokers[1].port == 9092
     assert snap.partition("nope", 0) is None
     assert pickle.loads(pickle.dumps(snap)) == snap
+
+
+# ---- the campaign for /controller --------------------------------------------------------
+def test_campaign_runs_when_nobody_holds_the_controller_node():
+    from rafka.coordinator.controller.election import Campaign, campaign
+    assert campaign(None, 1, is_controller=False) is Campaign.RUN
+    assert campaign(None, 1, is_controller=True) is Campaign.RUN
+
+
+def test_campaign_resigns_when_another_broker_holds_the_node():
+    from rafka.coordinator.controller.election import Campaign, campaign
+    assert campaign(2, 1, is_controller=True) is Campaign.RESIGN
+
+
+def test_campaign_stays_when_the_role_matches_the_node():
+    from rafka.coordinator.controller.election import Campaign, campaign
+    assert campaign(1, 1, is_controller=True) is Campaign.STAY
+    assert campaign(2, 1, is_controller=False) is Campaign.STAY

@@ -1,0 +1,66 @@
+"""CreateTopics' decisions (pure): validate a requested topic and choose its assignment.
+
+Kafka 3.9's `AdminZkClient.validateTopicCreate` and `AdminUtils.assignReplicasToBrokers`:
+a legal name that does not exist yet, known and valid configs, at least one partition and
+one replica, a replication factor no larger than the live brokers, or an explicit
+assignment whose partitions all have the same number of replicas.
+"""
+from __future__ import annotations
+
+import uuid
+
+from rafka.common.config import BrokerConfig
+from rafka.common.errors import (ErrorCode, InvalidPartitionsError, InvalidReplicationFactorError, InvalidTopicError,
+                                 TopicAlreadyExistsError)
+from rafka.common.metadata import ClusterMetadata
+from rafka.common.types import topic_name_problem
+from rafka.coordinator.controller import assignment as assign
+from rafka.coordinator.messages import TopicResult, TopicSpec
+
+# Until followers replicate, every partition has a single replica (README: "Not yet").
+MAX_REPLICATION_FACTOR = 1
+
+
+def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: list[int], existing: set[str]) -> TopicResult:
+    """The result of creating `spec` (a fresh topic id, partitions and replication factor);
+    raises the KafkaError CreateTopics answers when the request is refused."""
+    problem = topic_name_problem(spec.name)
+    if problem:
+        raise InvalidTopicError(problem)
+    if spec.name in existing:
+        raise TopicAlreadyExistsError(f"Topic '{spec.name}' already exists.")
+    config.log_config().with_overrides(spec.configs)  # refuses unknown or bad configs
+    if spec.assignments:
+        partitions = len(spec.assignments)
+        rf = len(next(iter(spec.assignments.values())))
+    else:
+        partitions = spec.num_partitions if spec.num_partitions != -1 else config.num_partitions
+        rf = spec.replication_factor if spec.replication_factor != -1 else config.default_replication_factor
+        if partitions < 1:
+            raise InvalidPartitionsError("Number of partitions must be larger than 0.")
+        if rf < 1:
+            raise InvalidReplicationFactorError("Replication factor must be larger than 0.")
+        if rf > len(brokers):
+            raise InvalidReplicationFactorError(
+                f"Replication factor: {rf} larger than available brokers: {len(brokers)}.")
+    if rf > MAX_REPLICATION_FACTOR:
+        # Followers do not fetch from leaders yet: a second replica would sit in the ISR
+        # with no data, and a failover to it would lose what was acknowledged. Refuse
+        # rather than pretend.
+        raise InvalidReplicationFactorError(
+            f"Replication factor: {rf} is not supported yet: this rafka version does not replicate "
+            f"between brokers; use replication factor {MAX_REPLICATION_FACTOR}.")
+    return TopicResult(spec.name, ErrorCode.NONE, None, uuid.uuid4(), partitions, rf, dict(spec.configs))
+
+
+def topic_assignment(spec: TopicSpec, brokers: list[int], result: TopicResult) -> dict[int, tuple[int, ...]]:
+    """The replicas of each partition: the request's own, or Kafka's assignment over `brokers`."""
+    if spec.assignments:
+        return {p: tuple(r) for p, r in spec.assignments.items()}
+    return assign.assign_replicas(brokers, result.num_partitions, result.replication_factor)
+
+
+def has_leaders(metadata: ClusterMetadata, topic: str) -> bool:
+    """True once `topic` is in the metadata with a leader for every partition."""
+    info = metadata.topics.get(topic)
+    return info is not None and all(p.leader >= 0 for p in info.partitions.values())

@@ -1,0 +1,154 @@
+"""`ReplicaReconciler`: moves one broker's replicas toward the controller's metadata.
+
+Each metadata push (Kafka's LeaderAndIsr + UpdateMetadata) and each due retry runs one
+tick: `replica_plan.plan` says which partitions start, change role or stop, and each step
+runs on its own, bounded in time, with its outcome recorded per partition. A replica that
+fails to start is reported (log line, `offline()`, `rafka status`) and retried with backoff;
+every other partition goes on (STYLE.md §11). Starts run at most `max_parallel_starts` at
+a time, so a burst of new partitions never floods the node with process creations.
+
+Async; ticks never overlap (a lock), so the book changes in one place at a time. The Ray
+side lives behind the launcher (`RayReplicaLauncher`), so this class is tested with a fake one.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import Any, Awaitable, Callable, Protocol
+
+from rafka.common.config import LogConfig
+from rafka.common.errors import ErrorCode
+from rafka.common.metadata import ClusterMetadata
+from rafka.common.types import TopicPartition
+from rafka.coordinator.broker import replica_plan as rp
+from rafka.coordinator.broker.log_maintenance import LogMaintenance
+from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
+from rafka.partition_worker.replica_state import LeaderAndIsr
+
+state_change = logging.getLogger("rafka.state_change")
+
+DEFAULT_STEP_TIMEOUT_S = 600.0   # opening a log may scan segments after an unclean stop
+DEFAULT_MAX_PARALLEL_STARTS = 8
+
+
+class Launcher(Protocol):
+    async def start(self, tp: TopicPartition, topic_id: uuid.UUID | None, config: LogConfig,
+                    place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> Any: ...
+
+    async def become(self, replica: Any, order: LeaderAndIsr) -> ErrorCode: ...
+
+    async def delete(self, tp: TopicPartition, replica: Any | None) -> None: ...
+
+
+class ReplicaReconciler:
+    """The book of a broker's replicas, and the ticks that move it toward its targets."""
+
+    def __init__(self, broker_id: int, launcher: Launcher, maintenance: LogMaintenance,
+                 topic_config: Callable[[str], Awaitable[LogConfig]], logger: logging.LoggerAdapter | logging.Logger,
+                 *, step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
+                 max_parallel_starts: int = DEFAULT_MAX_PARALLEL_STARTS,
+                 clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000) -> None:
+        self._broker_id = broker_id
+        self._launcher = launcher
+        self._maintenance = maintenance
+        self._topic_config = topic_config
+        self._log = logger
+        self._step_timeout_s = step_timeout_s
+        self._starts = asyncio.Semaphore(max_parallel_starts)
+        self._clock_ms = clock_ms
+        self._lock = asyncio.Lock()
+        self.book: dict[TopicPartition, rp.ReplicaEntry] = {}
+        self.replicas: dict[TopicPartition, Any] = {}   # running replicas (launcher's handles)
+        self.controller_epoch = -1
+
+    # -- ticks -----------------------------------------------------------------------
+    async def apply(self, metadata: ClusterMetadata) -> ErrorCode:
+        """One tick toward `metadata`; STALE_CONTROLLER_EPOCH (and nothing done) for metadata
+        from a controller older than one already heard."""
+        async with self._lock:
+            if metadata.controller_epoch < self.controller_epoch:
+                self._log.warning("ignoring metadata from stale controller epoch %d < %d",
+                                  metadata.controller_epoch, self.controller_epoch)
+                return ErrorCode.STALE_CONTROLLER_EPOCH
+            self.controller_epoch = metadata.controller_epoch
+            targets = rp.replica_targets(metadata, self._broker_id)
+            steps = rp.plan(targets, self.book, self._clock_ms())
+            if steps:
+                await self._run(steps, targets, metadata)
+            return ErrorCode.NONE
+
+    async def _run(self, steps: rp.Plan, targets: dict[TopicPartition, LeaderAndIsr],
+                   metadata: ClusterMetadata) -> None:
+        def topic_id(tp: TopicPartition) -> uuid.UUID | None:
+            info = metadata.topics.get(tp.topic)
+            return None if info is None else info.topic_id
+
+        work = ([(tp, self._start(tp, targets[tp], topic_id(tp))) for tp in steps.start]
+                + [(tp, self._become(tp, targets[tp])) for tp in steps.become])
+        stops = [self._stop(tp) for tp in steps.stop]
+        outcomes = await asyncio.gather(*(self._bounded(step) for _, step in work),
+                                        *(self._bounded(step) for step in stops), return_exceptions=True)
+        for (tp, _), outcome in zip(work, outcomes):
+            if isinstance(outcome, BaseException):
+                self._failed(tp, outcome)
+        for tp, outcome in zip(steps.stop, outcomes[len(work):]):
+            if isinstance(outcome, BaseException):  # forgotten already: the files may remain
+                self._log.error("could not remove replica %s of a deleted topic: %r", tp, outcome)
+        if steps.start:
+            running = sum(1 for tp in steps.start if tp in self.replicas)
+            self._log.info("started %d of %d partition replicas", running, len(steps.start))
+
+    async def _bounded(self, step: Awaitable[None]) -> None:
+        await asyncio.wait_for(step, self._step_timeout_s)
+
+    async def _start(self, tp: TopicPartition, target: LeaderAndIsr, topic_id: uuid.UUID | None) -> None:
+        async with self._starts:
+            config = await self._topic_config(tp.topic)
+            replica = await self._launcher.start(tp, topic_id, config, self._maintenance.place)
+        self.replicas[tp] = replica
+        self._maintenance.opened(tp, config)
+        previous = self.book.get(tp)
+        if previous is not None and previous.phase is rp.Phase.FAILED:
+            self._log.info("replica %s started after %d failed attempts", tp, previous.failures)
+        self.book[tp] = rp.started(None)
+        await self._become(tp, target)
+
+    async def _become(self, tp: TopicPartition, target: LeaderAndIsr) -> None:
+        code = await self._launcher.become(self.replicas[tp], target)
+        if code == ErrorCode.NONE:
+            self.book[tp] = rp.accepted(self.book[tp], target)
+        else:
+            state_change.warning("[Broker id=%d] replica %s refused leader_epoch %d from controller epoch %d: %s",
+                                 self._broker_id, tp, target.leader_epoch, target.controller_epoch, code.name)
+
+    async def _stop(self, tp: TopicPartition) -> None:
+        replica = self.replicas.pop(tp, None)
+        self.book.pop(tp, None)
+        self._maintenance.forget(tp)
+        await self._launcher.delete(tp, replica)
+        self._log.info("removed replica %s of a deleted topic", tp)
+
+    def _failed(self, tp: TopicPartition, error: BaseException) -> None:
+        """Record a failed step: the replica is offline until a retry starts it."""
+        self.replicas.pop(tp, None)
+        reason = str(error) or type(error).__name__
+        entry = rp.failed(self.book.get(tp), reason, self._clock_ms())
+        self.book[tp] = entry
+        self._log.error("replica %s is offline: failed to start (attempt %d; retrying in %.1f s): %s",
+                        tp, entry.failures, rp.retry_backoff_ms(entry.failures) / 1000, reason)
+
+    # -- what the broker reports -----------------------------------------------------
+    def leaders(self) -> dict[TopicPartition, Any]:
+        """Running replicas that lead their partition."""
+        return {tp: self.replicas[tp] for tp, e in self.book.items()
+                if tp in self.replicas and e.role is not None and e.role.leader == self._broker_id}
+
+    def offline(self) -> list[rp.OfflineReplica]:
+        return rp.offline(self.book, self._clock_ms())
+
+    def retry_in_s(self) -> float | None:
+        """Seconds until the next failed replica is due for a retry; None when none waits."""
+        due = rp.next_retry_ms(self.book)
+        return None if due is None else max(0.0, (due - self._clock_ms()) / 1000)

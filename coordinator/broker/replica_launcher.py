@@ -1,0 +1,109 @@
+"""`RayReplicaLauncher`: starts, orders and stops one broker's `PartitionReplica` actors.
+
+The reconciler decides; this module does the Ray side of each step for one partition:
+- start: reuse a live replica actor of that name (one that outlived a coordinator restart),
+  or create one pinned to the broker's node with its log dir chosen, and wait until its log
+  is open and its data socket listens; a replica that fails to open is killed, so the next
+  try starts from scratch under the same name;
+- become: hand it a LeaderAndIsr order;
+- stop: close it (flush, clean-shutdown marker) and kill it; delete its directory when its
+  topic was deleted.
+Blocking calls (`ray.get_actor`, `rmtree`) run in threads.
+"""
+from __future__ import annotations
+
+import asyncio
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import ray
+
+from rafka.actors.naming import replica_name
+from rafka.actors.ray_env import pin_to_node
+from rafka.common.config import LogConfig
+from rafka.common.errors import ErrorCode
+from rafka.common.types import TopicPartition
+from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
+from rafka.partition_worker.data_channel import socket_path
+from rafka.partition_worker.log_dirs import choose_log_dir, find_partition_dir
+from rafka.partition_worker.replica_actor import PartitionReplica
+from rafka.partition_worker.replica_state import LeaderAndIsr
+
+ReplicaActor = ray.remote(PartitionReplica)
+
+
+@dataclass(frozen=True)
+class LaunchedReplica:
+    """A running replica: its actor handle, data socket, log dir and process id."""
+
+    actor: Any
+    socket: str
+    log_dir: str
+    pid: int
+
+
+class RayReplicaLauncher:
+    """The Ray steps of the replica reconciler, for one broker."""
+
+    def __init__(self, broker_id: int, log_dirs: tuple[str, ...], namespace: str, node_id: str | None) -> None:
+        self._broker_id = broker_id
+        self._log_dirs = log_dirs
+        self._namespace = namespace
+        self._node_id = node_id
+
+    async def start(self, tp: TopicPartition, topic_id: uuid.UUID | None, config: LogConfig,
+                    place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> LaunchedReplica:
+        """Start (or adopt) the replica of `tp` and wait until it serves. Raises on failure,
+        after killing what it started."""
+        name = replica_name(self._broker_id, tp)
+        actor = await asyncio.to_thread(self._existing, name)
+        if actor is None:
+            log_dir = choose_log_dir(self._log_dirs, tp)
+            actor = ReplicaActor.options(
+                name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
+                **pin_to_node(self._node_id)).remote(
+                    self._broker_id, tp, log_dir, config, socket_path(self._namespace, name),
+                    checkpoint=place(tp, log_dir), topic_id=topic_id)
+        else:
+            log_dir = find_partition_dir(self._log_dirs, tp) or choose_log_dir(self._log_dirs, tp)
+            place(tp, log_dir)
+        try:
+            answer = await actor.ready.remote()
+        except BaseException:
+            ray.kill(actor)
+            raise
+        return LaunchedReplica(actor, answer["socket"], log_dir, answer["pid"])
+
+    def _existing(self, name: str) -> Any | None:
+        try:
+            return ray.get_actor(name, namespace=self._namespace)
+        except ValueError:
+            return None
+
+    async def become(self, replica: LaunchedReplica, order: LeaderAndIsr) -> ErrorCode:
+        return await replica.actor.become.remote(order)
+
+    async def update_config(self, replica: LaunchedReplica, config: LogConfig) -> None:
+        await replica.actor.update_config.remote(config)
+
+    async def close(self, replica: LaunchedReplica) -> Any:
+        """Clean close (flush, clean-shutdown marker); returns the replica's last status."""
+        return await replica.actor.close.remote()
+
+    def kill(self, replica: LaunchedReplica) -> None:
+        ray.kill(replica.actor)
+
+    async def delete(self, tp: TopicPartition, replica: LaunchedReplica | None) -> None:
+        """Stop the replica of a deleted topic (if one runs) and remove its directory."""
+        if replica is not None:
+            try:
+                await self.close(replica)
+            except Exception:  # noqa: BLE001 - a dead replica is already closed
+                pass
+            self.kill(replica)
+        log_dir = replica.log_dir if replica is not None else find_partition_dir(self._log_dirs, tp)
+        if log_dir is not None:
+            await asyncio.to_thread(shutil.rmtree, Path(log_dir) / str(tp), True)

@@ -1,0 +1,145 @@
+"""The broker's replica reconciler, its decisions: what each local replica should be, and
+the next step toward that (pure: no Ray, no ZooKeeper, time passed in).
+
+The controller's metadata says, per partition, which brokers hold a replica and who leads
+(Kafka's LeaderAndIsr). From it this module derives the *target* of every replica this
+broker hosts, and compares it with the *book*: what the reconciler knows of each replica it
+has tried to run. Each partition moves independently, one step per tick:
+
+- no entry, or an entry that failed and whose retry is due: START (open the log, then BECOME);
+- running with a role other than its target: BECOME;
+- an entry no target names any more (the topic was deleted): STOP and delete its files.
+
+A failed start is kept in the book with its reason and retried with exponential backoff
+(`RETRY_BACKOFF_MS` doubling up to `RETRY_BACKOFF_MAX_MS`), so one partition that cannot open
+(a corrupt directory, a topic id that does not match) never holds up the others.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import Mapping
+
+from rafka.common.metadata import ClusterMetadata
+from rafka.common.types import TopicPartition
+from rafka.partition_worker.replica_state import LeaderAndIsr
+
+RETRY_BACKOFF_MS = 1_000
+RETRY_BACKOFF_MAX_MS = 30_000
+
+
+class Phase(enum.Enum):
+    RUNNING = "running"   # the replica's log is open and its data socket listens
+    FAILED = "failed"     # the last start failed; retried at `retry_at_ms`
+
+
+@dataclass(frozen=True)
+class ReplicaEntry:
+    """What the reconciler knows of one local replica."""
+
+    phase: Phase
+    role: LeaderAndIsr | None = None   # the last order the replica accepted
+    failures: int = 0                  # consecutive failed starts
+    retry_at_ms: float = 0.0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One tick's steps; each partition appears in at most one list."""
+
+    start: tuple[TopicPartition, ...] = ()
+    become: tuple[TopicPartition, ...] = ()
+    stop: tuple[TopicPartition, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.start or self.become or self.stop)
+
+
+def replica_targets(metadata: ClusterMetadata, broker_id: int) -> dict[TopicPartition, LeaderAndIsr]:
+    """The role of every replica `broker_id` hosts, from the controller's metadata."""
+    targets: dict[TopicPartition, LeaderAndIsr] = {}
+    for topic in metadata.topics.values():
+        for p in topic.partitions.values():
+            if broker_id in p.replicas:
+                targets[TopicPartition(topic.name, p.partition)] = LeaderAndIsr(
+                    p.leader, p.leader_epoch, p.isr, p.replicas, metadata.controller_epoch)
+    return targets
+
+
+def plan(targets: Mapping[TopicPartition, LeaderAndIsr], book: Mapping[TopicPartition, ReplicaEntry],
+         now_ms: float) -> Plan:
+    """The steps that move the book toward the targets at `now_ms`."""
+    start, become = [], []
+    for tp, target in sorted(targets.items()):
+        entry = book.get(tp)
+        if entry is None or (entry.phase is Phase.FAILED and entry.retry_at_ms <= now_ms):
+            start.append(tp)
+        elif entry.phase is Phase.RUNNING and entry.role != target:
+            become.append(tp)
+    stop = [tp for tp in sorted(book) if tp not in targets]
+    return Plan(tuple(start), tuple(become), tuple(stop))
+
+
+def started(role: LeaderAndIsr | None) -> ReplicaEntry:
+    """The entry of a replica whose log opened; `role` is None if it refused its order."""
+    return ReplicaEntry(Phase.RUNNING, role=role)
+
+
+def failed(previous: ReplicaEntry | None, error: str, now_ms: float) -> ReplicaEntry:
+    """The entry after a failed start: the failure counted and the next try scheduled."""
+    failures = (previous.failures if previous is not None and previous.phase is Phase.FAILED else 0) + 1
+    return ReplicaEntry(Phase.FAILED, failures=failures, error=error,
+                        retry_at_ms=now_ms + retry_backoff_ms(failures))
+
+
+def accepted(entry: ReplicaEntry, role: LeaderAndIsr) -> ReplicaEntry:
+    """The entry after the replica accepted a new order."""
+    return replace(entry, role=role)
+
+
+def retry_backoff_ms(failures: int) -> int:
+    """Exponential backoff after `failures` consecutive failed starts (1 s, 2 s, 4 s ... 30 s)."""
+    return min(RETRY_BACKOFF_MS << max(0, failures - 1), RETRY_BACKOFF_MAX_MS)
+
+
+def next_retry_ms(book: Mapping[TopicPartition, ReplicaEntry]) -> float | None:
+    """When the earliest failed replica is due again; None when nothing waits for a retry."""
+    due = [e.retry_at_ms for e in book.values() if e.phase is Phase.FAILED]
+    return min(due) if due else None
+
+
+@dataclass(frozen=True)
+class OfflineReplica:
+    """A local replica that is not running, as `status` and the front end's metadata show it."""
+
+    tp: TopicPartition
+    error: str
+    failures: int
+    retry_in_ms: float = field(default=0.0)
+
+
+def offline(book: Mapping[TopicPartition, ReplicaEntry], now_ms: float) -> list[OfflineReplica]:
+    return [OfflineReplica(tp, e.error or "", e.failures, max(0.0, e.retry_at_ms - now_ms))
+            for tp, e in sorted(book.items()) if e.phase is Phase.FAILED]
+
+
+def with_offline_replicas(metadata: ClusterMetadata, broker_id: int,
+                          offline_tps: set[TopicPartition]) -> ClusterMetadata:
+    """The metadata a broker's front end serves: the controller's, with this broker listed
+    among the `offline_replicas` of each partition whose local replica is not running (Kafka
+    lists a replica on an offline log dir the same way)."""
+    if not offline_tps:
+        return metadata
+    topics = dict(metadata.topics)
+    for tp in offline_tps:
+        info = topics.get(tp.topic)
+        if info is None or tp.partition not in info.partitions:
+            continue
+        partitions = dict(info.partitions)
+        p = partitions[tp.partition]
+        if broker_id not in p.offline_replicas:
+            partitions[tp.partition] = replace(p, offline_replicas=p.offline_replicas + (broker_id,))
+        topics[tp.topic] = replace(info, partitions=partitions)
+        info = topics[tp.topic]
+    return replace(metadata, topics=topics)

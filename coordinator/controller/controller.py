@@ -1,0 +1,75 @@
+"""`Controller`: this broker's controller duties, carried out on ZooKeeper.
+
+Every broker runs one; at most one is *the* controller at a time, the broker whose ephemeral
+`/controller` node exists, with a `controller_epoch` strictly larger than any before it (a
+conditional update of `/controller_epoch`). While it holds the role, each round:
+1. finishes pending topic deletions (`/admin/delete_topics/<t>`: remove the topic's paths);
+2. elects leaders for partitions that are new or whose leader or ISR members died
+   (`election.elect_leaders`) and writes each changed partition state conditionally on the
+   version it read, carrying its controller epoch;
+3. builds the metadata snapshot every broker's coordinator is then sent (LeaderAndIsr +
+   UpdateMetadata in one message).
+The decisions are pure functions in `election.py`; this class only reads and writes.
+
+Blocking (kazoo): the coordinator actor calls `run_round` in a thread, one round at a time.
+"""
+from __future__ import annotations
+
+import logging
+
+from rafka.common.metadata import ClusterMetadata
+from rafka.coordinator.controller.election import Campaign, build_metadata_snapshot, campaign, elect_leaders
+from rafka.coordinator.zk.zk_store import ZkStore
+
+state_change = logging.getLogger("rafka.state_change")
+
+
+class Controller:
+    """One broker's controller role: campaign for it, and act while holding it."""
+
+    def __init__(self, broker_id: int, zk: ZkStore) -> None:
+        self._id = broker_id
+        self._zk = zk
+        self.epoch: int | None = None   # set while this broker is the controller
+
+    @property
+    def is_active(self) -> bool:
+        return self.epoch is not None
+
+    def run_round(self, cluster_id: str) -> ClusterMetadata | None:
+        """Campaign for the role, and as the controller elect, write and build the metadata
+        every broker must get; None when this broker is not the controller."""
+        self.campaign()
+        return self.elect_and_describe(cluster_id) if self.epoch is not None else None
+
+    def campaign(self) -> None:
+        action = campaign(self._zk.controller_id(), self._id, self.is_active)
+        if action is Campaign.RUN:
+            epoch = self._zk.try_become_controller(self._id)
+            if epoch is not None:
+                self.epoch = epoch
+                state_change.info("[Controller id=%d epoch=%d] became the controller", self._id, epoch)
+        elif action is Campaign.RESIGN:
+            state_change.info("[Controller id=%d] resigned: broker %s is the controller",
+                              self._id, self._zk.controller_id())
+            self.epoch = None
+
+    def elect_and_describe(self, cluster_id: str) -> ClusterMetadata:
+        """One controller round over every topic (see the module docstring)."""
+        zk, epoch = self._zk, self.epoch
+        assert epoch is not None
+        brokers = zk.live_brokers()
+        for topic in zk.topics_marked_for_deletion():
+            zk.remove_topic_paths(topic)
+            state_change.info("[Controller id=%d epoch=%d] deleted topic %s", self._id, epoch, topic)
+        topics = zk.topics()
+        all_states = {}
+        for name, topic in topics.items():
+            states = zk.partition_states(name)
+            for p, state in elect_leaders(topic, states, set(brokers), epoch).items():
+                old = states.get(p)
+                states[p] = zk.write_partition_state(name, p, state, None if old is None else old.zk_version)
+                state_change.info("[Controller id=%d epoch=%d] %s-%d leader=%d leader_epoch=%d isr=%s",
+                                  self._id, epoch, name, p, state.leader, state.leader_epoch, list(state.isr))
+            all_states[name] = states
+        return build_metadata_snapshot(cluster_id, self._id, epoch, brokers, topics, all_states)

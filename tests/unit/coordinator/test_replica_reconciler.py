@@ -1,0 +1,218 @@
+"""The broker's replica reconciler: targets from metadata, isolated steps, retries with backoff.
+
+The launcher is our own seam (the Ray side); a recording stand-in drives the reconciler
+here, so a partition that fails to start is reproduced without a process.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+
+import pytest
+
+from rafka.common.config import BrokerConfig
+from rafka.common.errors import ErrorCode
+from rafka.common.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
+from rafka.common.types import TopicPartition
+from rafka.coordinator.broker import replica_plan as rp
+from rafka.coordinator.broker.log_maintenance import LogMaintenance
+from rafka.coordinator.broker.reconciler import ReplicaReconciler
+from rafka.partition_worker.replica_state import LeaderAndIsr
+
+ME = 1
+TID = uuid.UUID(int=7)
+
+
+def metadata(controller_epoch: int = 1, **topics: dict[int, tuple[int, ...]]) -> ClusterMetadata:
+    """Each topic maps partition -> replicas; the first replica leads at leader epoch 0."""
+    infos = {}
+    for name, parts in topics.items():
+        infos[name] = TopicInfo(name, TID, {p: PartitionInfo(p, r[0], 0, r, r) for p, r in parts.items()})
+    return ClusterMetadata("c", ME, controller_epoch, {ME: BrokerInfo(ME, "127.0.0.1", 9092)}, infos)
+
+
+def order(leader: int, replicas: tuple[int, ...], controller_epoch: int = 1) -> LeaderAndIsr:
+    return LeaderAndIsr(leader, 0, replicas, replicas, controller_epoch)
+
+
+A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
+
+
+# ---- the pure plan -----------------------------------------------------------------------
+def test_targets_are_the_partitions_with_a_replica_on_this_broker():
+    meta = metadata(a={0: (1,), 1: (2, 1)}, b={0: (2,)})
+    assert rp.replica_targets(meta, ME) == {A0: order(1, (1,)), A1: order(2, (2, 1))}
+
+
+def test_plan_starts_new_changes_roles_and_stops_the_untargeted():
+    targets = {A0: order(1, (1,)), A1: order(1, (1,))}
+    book = {A1: rp.started(order(2, (1,))), B0: rp.started(order(1, (1,)))}
+    assert rp.plan(targets, book, now_ms=0) == rp.Plan(start=(A0,), become=(A1,), stop=(B0,))
+
+
+def test_a_failed_replica_is_started_again_only_when_its_retry_is_due():
+    entry = rp.failed(None, "corrupt", now_ms=1000)
+    assert entry.retry_at_ms == 1000 + rp.RETRY_BACKOFF_MS
+    targets = {A0: order(1, (1,))}
+    assert rp.plan(targets, {A0: entry}, now_ms=1500) == rp.Plan()
+    assert rp.plan(targets, {A0: entry}, now_ms=2000) == rp.Plan(start=(A0,))
+
+
+def test_backoff_doubles_up_to_its_cap():
+    assert [rp.retry_backoff_ms(n) for n in (1, 2, 3, 4)] == [1000, 2000, 4000, 8000]
+    assert rp.retry_backoff_ms(50) == rp.RETRY_BACKOFF_MAX_MS
+    entry = None
+    for _ in range(3):
+        entry = rp.failed(entry, "x", now_ms=0)
+    assert entry.failures == 3 and entry.retry_at_ms == 4000
+
+
+def test_offline_replicas_are_listed_in_the_front_ends_metadata():
+    meta = metadata(a={0: (1,), 1: (1,)})
+    shown = rp.with_offline_replicas(meta, ME, {A1})
+    assert shown.partition("a", 1).offline_replicas == (ME,)
+    assert shown.partition("a", 0).offline_replicas == ()
+    assert meta.partition("a", 1).offline_replicas == ()  # the controller's snapshot is untouched
+    assert rp.with_offline_replicas(meta, ME, set()) is meta
+
+
+# ---- the reconciler over a stand-in launcher ---------------------------------------------
+class RecordingLauncher:
+    """Starts 'replicas' as plain records; partitions in `broken` fail to open."""
+
+    def __init__(self, log_dir: str) -> None:
+        self.log_dir = log_dir
+        self.broken: set[TopicPartition] = set()
+        self.hang: set[TopicPartition] = set()
+        self.started: list[TopicPartition] = []
+        self.orders: list[tuple[TopicPartition, LeaderAndIsr]] = []
+        self.deleted: list[TopicPartition] = []
+        self.refuse_orders = False
+
+    async def start(self, tp, topic_id, config, place):
+        self.started.append(tp)
+        if tp in self.hang:
+            await asyncio.sleep(3600)
+        if tp in self.broken:
+            raise RuntimeError(f"The topic id of {tp} does not match (InconsistentTopicIdException)")
+        place(tp, self.log_dir)
+        return {"tp": tp}
+
+    async def become(self, replica, order_):
+        self.orders.append((replica["tp"], order_))
+        return ErrorCode.STALE_CONTROLLER_EPOCH if self.refuse_orders else ErrorCode.NONE
+
+    async def delete(self, tp, replica):
+        self.deleted.append(tp)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = 0.0
+
+    def __call__(self) -> float:
+        return self.ms
+
+
+@pytest.fixture
+def parts(tmp_path):
+    config = BrokerConfig.from_mapping({"broker.id": "1", "log.dirs": str(tmp_path)})
+    launcher, clock = RecordingLauncher(str(tmp_path)), Clock()
+
+    async def topic_config(topic):
+        return config.log_config()
+
+    reconciler = ReplicaReconciler(ME, launcher, LogMaintenance(config, logging.getLogger("t")), topic_config,
+                                   logging.getLogger("t"), step_timeout_s=0.5, clock_ms=clock)
+    return reconciler, launcher, clock
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_one_replica_failing_to_start_does_not_hold_up_the_others(parts):
+    reconciler, launcher, clock = parts
+    launcher.broken = {A1}
+    assert run(reconciler.apply(metadata(a={0: (1,), 1: (1,)}, b={0: (1,)}))) == ErrorCode.NONE
+    assert set(reconciler.replicas) == {A0, B0}
+    assert set(reconciler.leaders()) == {A0, B0}
+    [offline] = reconciler.offline()
+    assert offline.tp == A1 and "InconsistentTopicId" in offline.error and offline.failures == 1
+    assert reconciler.retry_in_s() == pytest.approx(rp.RETRY_BACKOFF_MS / 1000)
+
+
+def test_a_failed_replica_is_retried_when_due_and_then_serves(parts):
+    reconciler, launcher, clock = parts
+    launcher.broken = {A0}
+    meta = metadata(a={0: (1,)})
+    run(reconciler.apply(meta))
+    run(reconciler.apply(meta))                    # not due yet: no new attempt
+    assert launcher.started.count(A0) == 1
+    clock.ms += rp.RETRY_BACKOFF_MS
+    run(reconciler.apply(meta))                    # due, fails again: backoff doubles
+    assert launcher.started.count(A0) == 2 and reconciler.offline()[0].failures == 2
+    assert reconciler.retry_in_s() == pytest.approx(2 * rp.RETRY_BACKOFF_MS / 1000)
+    launcher.broken.clear()
+    clock.ms += 2 * rp.RETRY_BACKOFF_MS
+    run(reconciler.apply(meta))
+    assert reconciler.offline() == [] and set(reconciler.leaders()) == {A0}
+    assert reconciler.retry_in_s() is None
+
+
+def test_a_start_that_hangs_times_out_and_is_retried(parts):
+    reconciler, launcher, clock = parts
+    launcher.hang = {A0}
+    run(reconciler.apply(metadata(a={0: (1,), 1: (1,)})))
+    assert set(reconciler.replicas) == {A1}
+    assert [o.tp for o in reconciler.offline()] == [A0]
+
+
+def test_role_changes_are_sent_once_and_refusals_resent(parts):
+    reconciler, launcher, clock = parts
+    run(reconciler.apply(metadata(a={0: (1,)})))
+    run(reconciler.apply(metadata(a={0: (1,)})))
+    assert len(launcher.orders) == 1               # an unchanged role is not sent again
+    launcher.refuse_orders = True
+    run(reconciler.apply(metadata(controller_epoch=2, a={0: (1,)})))
+    run(reconciler.apply(metadata(controller_epoch=2, a={0: (1,)})))
+    assert len(launcher.orders) == 3               # a refused order stays due
+
+
+def test_metadata_from_an_older_controller_changes_nothing(parts):
+    reconciler, launcher, clock = parts
+    run(reconciler.apply(metadata(controller_epoch=5, a={0: (1,)})))
+    assert run(reconciler.apply(metadata(controller_epoch=4))) == ErrorCode.STALE_CONTROLLER_EPOCH
+    assert set(reconciler.replicas) == {A0} and launcher.deleted == []
+
+
+def test_a_deleted_topics_replicas_are_removed_even_if_they_never_started(parts):
+    reconciler, launcher, clock = parts
+    launcher.broken = {A1}
+    run(reconciler.apply(metadata(a={0: (1,), 1: (1,)})))
+    run(reconciler.apply(metadata()))
+    assert sorted(launcher.deleted) == [A0, A1]
+    assert reconciler.replicas == {} and reconciler.book == {} and reconciler.offline() == []
+
+
+def test_starts_are_bounded_in_parallel(tmp_path):
+    config = BrokerConfig.from_mapping({"broker.id": "1", "log.dirs": str(tmp_path)})
+    running = peak = 0
+
+    class SlowLauncher(RecordingLauncher):
+        async def start(self, tp, topic_id, config_, place):
+            nonlocal running, peak
+            running += 1
+            peak = max(peak, running)
+            await asyncio.sleep(0.01)
+            running -= 1
+            return {"tp": tp}
+
+    async def topic_config(topic):
+        return config.log_config()
+
+    reconciler = ReplicaReconciler(ME, SlowLauncher(str(tmp_path)), LogMaintenance(config, logging.getLogger("t")),
+                                   topic_config, logging.getLogger("t"), max_parallel_starts=3)
+    run(reconciler.apply(metadata(a={p: (1,) for p in range(20)})))
+    assert len(reconciler.replicas) == 20 and peak == 3

@@ -1,0 +1,65 @@
+"""CreateTopics' validation and assignment, without ZooKeeper."""
+from __future__ import annotations
+
+import pytest
+
+from rafka.common.config import BrokerConfig
+from rafka.common.errors import (ErrorCode, InvalidConfigError, InvalidPartitionsError,
+                                 InvalidReplicationFactorError, InvalidTopicError, TopicAlreadyExistsError)
+from rafka.common.metadata import ClusterMetadata, PartitionInfo, TopicInfo
+from rafka.coordinator.admin.topic_plan import has_leaders, plan_topic, topic_assignment
+from rafka.coordinator.messages import TopicSpec
+from rafka.coordinator.zk.zk_data import ZERO_UUID
+
+CONFIG = BrokerConfig.from_mapping({"num.partitions": "3"})
+
+
+def test_defaults_come_from_the_broker_config():
+    result = plan_topic(CONFIG, TopicSpec("orders"), [0], set())
+    assert (result.error, result.num_partitions, result.replication_factor) == (ErrorCode.NONE, 3, 1)
+    assert result.topic_id.int != 0
+
+
+@pytest.mark.parametrize("spec, error", [
+    (TopicSpec("bad name!"), InvalidTopicError),
+    (TopicSpec("t", num_partitions=0), InvalidPartitionsError),
+    (TopicSpec("t", replication_factor=0), InvalidReplicationFactorError),
+    (TopicSpec("t", replication_factor=2), InvalidReplicationFactorError),
+    (TopicSpec("t", configs={"no.such.config": "1"}), InvalidConfigError),
+], ids=["name", "partitions", "rf-zero", "rf-above-brokers", "unknown-config"])
+def test_refusals(spec, error):
+    with pytest.raises(error):
+        plan_topic(CONFIG, spec, [0], set())
+
+
+def test_an_existing_topic_is_refused():
+    with pytest.raises(TopicAlreadyExistsError):
+        plan_topic(CONFIG, TopicSpec("orders"), [0], {"orders"})
+
+
+def test_replication_above_one_is_refused_until_followers_replicate():
+    with pytest.raises(InvalidReplicationFactorError, match="not supported yet"):
+        plan_topic(CONFIG, TopicSpec("t", replication_factor=2), [0, 1], set())
+
+
+def test_an_explicit_assignment_is_kept():
+    spec = TopicSpec("t", assignments={0: (1,), 1: (0,)})
+    result = plan_topic(CONFIG, spec, [0, 1], set())
+    assert (result.num_partitions, result.replication_factor) == (2, 1)
+    assert topic_assignment(spec, [0, 1], result) == {0: (1,), 1: (0,)}
+
+
+def test_the_assignment_spreads_leaders_over_live_brokers():
+    spec = TopicSpec("t", num_partitions=4)
+    result = plan_topic(CONFIG, spec, [0, 1], set())
+    leaders = [replicas[0] for _, replicas in sorted(topic_assignment(spec, [0, 1], result).items())]
+    assert sorted(leaders) == [0, 0, 1, 1]
+
+
+def test_has_leaders_only_once_every_partition_has_one():
+    def meta(*leaders):
+        parts = {i: PartitionInfo(i, leader, 0, (0,), (0,)) for i, leader in enumerate(leaders)}
+        return ClusterMetadata(topics={"t": TopicInfo("t", ZERO_UUID, parts)})
+    assert has_leaders(meta(0, 0), "t")
+    assert not has_leaders(meta(0, -1), "t")
+    assert not has_leaders(meta(0), "u")
