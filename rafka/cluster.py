@@ -171,6 +171,6 @@ class Cluster:
         self._zookeeper.start()
         # Nobody else can be connected to a ZooKeeper we just started: registrations left
         # by a killed run are stale, so clear them instead of waiting for session expiry.
-        from rafka.coordinator.zk.zk_store import clear_stale_ephemerals
+        from rafka.coordinator.zk.zk_session import clear_stale_ephemerals
         clear_stale_ephemerals(self._zookeeper.connect_string)
         return self._zookeeper.connect_string

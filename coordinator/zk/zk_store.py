@@ -1,5 +1,7 @@
 """Kafka's ZooKeeper state read and written through kazoo: broker registration, controller
-election with epoch fencing, topics, partition states, deletion, watches.
+election with epoch fencing, topics, partition states, deletion, producer id blocks; the
+watches come from `ZkWatches` (zk_watches.py), a stale run's ephemerals are cleared by
+`zk_session.clear_stale_ephemerals`.
 
 The JSON and paths come from `zk_data.py`. A `ZkStore` owns one kazoo session; the session
 is the broker's liveness (its ephemeral `/brokers/ids/<id>` and, when it is the controller,
@@ -21,13 +23,12 @@ from typing import Any, Callable
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import ZnodeStat
-from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from rafka.common.errors import (StaleControllerEpochError, StartupError, TopicAlreadyExistsError,
                                  UnknownTopicOrPartitionError)
 from rafka.coordinator.zk import zk_data as zd
 from rafka.coordinator.zk.zk_data import BrokerRegistration, PartitionState, TopicAssignment
+from rafka.coordinator.zk.zk_watches import ZkWatches
 
 log = logging.getLogger(__name__)
 state_change_log = logging.getLogger("rafka.state_change")
@@ -39,22 +40,12 @@ class PartitionStateConflictError(Exception):
     Re-read the state and decide again."""
 
 
-class ZkWatch:
-    """Handle of a watch helper; `cancel()` stops further callbacks."""
-
-    def __init__(self) -> None:
-        self.cancelled = False
-
-    def cancel(self) -> None:
-        self.cancelled = True
-
-
-def _split_chroot(connect: str) -> tuple[str, str]:
+def split_chroot(connect: str) -> tuple[str, str]:
     hosts, slash, chroot = connect.partition("/")
     return hosts, (("/" + chroot).rstrip("/") if slash else "")
 
 
-class ZkStore:
+class ZkStore(ZkWatches):
     """One broker's (or tool's) view of Kafka's ZooKeeper state. Thread-safe as kazoo is."""
 
     def __init__(self, connect: str, session_timeout_ms: int = 18000, *, connect_timeout_s: float = 15.0) -> None:
@@ -76,7 +67,7 @@ class ZkStore:
         ZooKeeper cannot be reached within `connect_timeout_s`."""
         if self._client is not None:
             return self
-        hosts, chroot = _split_chroot(self.connect)
+        hosts, chroot = split_chroot(self.connect)
         if chroot:
             bootstrap = self._connect(hosts)
             try:
@@ -423,92 +414,6 @@ class ZkStore:
             except NoNodeError:
                 pass
         log.info("removed ZooKeeper paths of deleted topic %s", topic)
-
-    # ---- watches (callbacks run on kazoo's event thread) ---------------------------------
-    def _watch_children(self, path: str, convert: Callable[[list[str]], Any],
-                        callback: Callable[[Any], None]) -> ZkWatch:
-        handle = ZkWatch()
-
-        def on_children(children: list[str]) -> bool | None:
-            if handle.cancelled:
-                return False
-            callback(convert(children))
-            return None
-
-        ChildrenWatch(self.client, path, on_children)
-        return handle
-
-    def watch_brokers(self, callback: Callable[[list[int]], None]) -> ZkWatch:
-        """`callback(sorted live broker ids)` now and on every change (kazoo thread)."""
-        return self._watch_children(zd.BROKER_IDS_PATH, lambda c: sorted(int(x) for x in c), callback)
-
-    def watch_topics(self, callback: Callable[[list[str]], None]) -> ZkWatch:
-        """`callback(sorted topic names)` now and on every change (kazoo thread)."""
-        return self._watch_children(zd.BROKER_TOPICS_PATH, sorted, callback)
-
-    def watch_delete_topics(self, callback: Callable[[list[str]], None]) -> ZkWatch:
-        """`callback(sorted topics marked for deletion)` now and on every change (kazoo thread)."""
-        return self._watch_children(zd.DELETE_TOPICS_PATH, sorted, callback)
-
-    def watch_config_changes(self, callback: Callable[[list[str]], None]) -> ZkWatch:
-        """`callback(sorted config_change_<seq> children)` now and on every change (kazoo thread)."""
-        self.client.ensure_path(zd.CONFIG_CHANGES_PATH)
-        return self._watch_children(zd.CONFIG_CHANGES_PATH, sorted, callback)
-
-    def watch_isr_changes(self, callback: Callable[[list[str]], None]) -> ZkWatch:
-        """`callback(sorted isr_change_<seq> children)` now and on every change (kazoo thread)."""
-        return self._watch_children(zd.ISR_CHANGE_NOTIFICATION_PATH, sorted, callback)
-
-    def watch_controller(self, callback: Callable[[int | None], None]) -> ZkWatch:
-        """`callback(controller broker id or None)` now and whenever `/controller` changes
-        (kazoo thread)."""
-        handle = ZkWatch()
-
-        def on_data(data: bytes | None, stat: ZnodeStat | None) -> bool | None:
-            if handle.cancelled:
-                return False
-            callback(zd.decode_controller(data) if stat is not None and data else None)
-            return None
-
-        DataWatch(self.client, zd.CONTROLLER_PATH, on_data)
-        return handle
-
-
-def clear_stale_ephemerals(connect: str, timeout_s: float = 10.0) -> list[str]:
-    """Delete `/controller` and every `/brokers/ids/<id>` left by sessions of a previous run.
-
-    Only for a ZooKeeper this process just started (the embedded default): nobody else can be
-    connected yet, so every such ephemeral belongs to a dead broker whose session ZooKeeper
-    restored from its snapshot and would otherwise keep until it expires. Returns the paths
-    removed."""
-    hosts, chroot = _split_chroot(connect)
-    client = KazooClient(hosts=hosts, timeout=10.0)
-    try:
-        client.start(timeout=timeout_s)
-    except KazooTimeoutError as e:
-        client.close()
-        raise StartupError(f"Cannot connect to ZooKeeper at {connect} within {timeout_s:.0f} s") from e
-    removed = []
-    try:
-        ids = f"{chroot}{zd.BROKER_IDS_PATH}"
-        try:
-            children = [f"{ids}/{c}" for c in client.get_children(ids)]
-        except NoNodeError:
-            children = []
-        for path in [f"{chroot}{zd.CONTROLLER_PATH}", *children]:
-            stat = client.exists(path)
-            if stat is not None and stat.ephemeralOwner:
-                try:
-                    client.delete(path)
-                    removed.append(path)
-                except NoNodeError:
-                    pass
-    finally:
-        client.stop()
-        client.close()
-    if removed:
-        log.info("removed stale ephemeral znodes of a previous run: %s", removed)
-    return removed
 
 
 def _raise_first(results: list[Any]) -> None:

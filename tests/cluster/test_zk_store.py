@@ -228,7 +228,7 @@ def test_watches_report_brokers_and_topics(stores):
 
 def test_clear_stale_ephemerals_removes_registrations_of_a_dead_run(stores, zk_raw):
     from kazoo.client import KazooClient
-    from rafka.coordinator.zk.zk_store import clear_stale_ephemerals
+    from rafka.coordinator.zk.zk_session import clear_stale_ephemerals
     s = stores()
     dead = KazooClient(hosts=s.connect, timeout=30.0)  # a long session that would linger
     dead.start(timeout=10)
