@@ -6,7 +6,9 @@ conditional update of `/controller_epoch`). While it holds the role, each round:
 1. finishes pending topic deletions (`/admin/delete_topics/<t>`: remove the topic's paths);
 2. elects leaders for partitions that are new or whose leader or ISR members died
    (`election.elect_leaders`) and writes each changed partition state conditionally on the
-   version it read, carrying its controller epoch;
+   version it read and on `/controller_epoch` being unchanged since it won (one ZooKeeper
+   transaction, as Kafka's `checkControllerAndUpdate`): a deposed controller's write is
+   refused (StaleControllerEpochError) and it resigns without changing anything;
 3. builds the metadata snapshot every broker's coordinator is then sent (LeaderAndIsr +
    UpdateMetadata in one message).
 The decisions are pure functions in `election.py`; this class only reads and writes.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import logging
 
+from rafka.common.errors import StaleControllerEpochError
 from rafka.common.metadata import ClusterMetadata
 from rafka.coordinator.controller.election import Campaign, build_metadata_snapshot, campaign, elect_leaders
 from rafka.coordinator.zk.zk_store import ZkStore
@@ -40,7 +43,17 @@ class Controller:
         """Campaign for the role, and as the controller elect, write and build the metadata
         every broker must get; None when this broker is not the controller."""
         self.campaign()
-        return self.elect_and_describe(cluster_id) if self.epoch is not None else None
+        if self.epoch is None:
+            return None
+        try:
+            return self.elect_and_describe(cluster_id)
+        except StaleControllerEpochError:
+            # Kafka's ControllerMovedException: step down and free /controller for a new election.
+            state_change.warning("[Controller id=%d epoch=%d] a newer controller epoch exists: resigning "
+                                 "without changing anything", self._id, self.epoch)
+            self.epoch = None
+            self._zk.resign_controller()
+            return None
 
     def campaign(self) -> None:
         action = campaign(self._zk.controller_id(), self._id, self.is_active)
@@ -68,7 +81,8 @@ class Controller:
             states = zk.partition_states(name)
             for p, state in elect_leaders(topic, states, set(brokers), epoch).items():
                 old = states.get(p)
-                states[p] = zk.write_partition_state(name, p, state, None if old is None else old.zk_version)
+                states[p] = zk.write_partition_state(name, p, state, None if old is None else old.zk_version,
+                                                     controller_epoch_zk_version=zk.controller_epoch_zk_version)
                 state_change.info("[Controller id=%d epoch=%d] %s-%d leader=%d leader_epoch=%d isr=%s",
                                   self._id, epoch, name, p, state.leader, state.leader_epoch, list(state.isr))
             all_states[name] = states

@@ -276,3 +276,26 @@ def test_racing_brokers_never_claim_overlapping_producer_id_blocks(stores):
     ids = [pid for b in claimed for pid in range(b.first_producer_id, b.last_producer_id + 1)]
     assert len(claimed) == 40 and len(ids) == len(set(ids)) == 2000
     assert sorted(ids) == list(range(2000))
+
+
+def test_a_deposed_controller_changes_nothing_and_resigns(stores, zk_raw):
+    """The Controller's partition-state writes carry the /controller_epoch version it won:
+    once another election moved the epoch on, its round is refused whole and it steps down."""
+    from rafka.coordinator.controller.controller import Controller
+
+    store = stores()
+    store.register_broker(reg(1))
+    controller = Controller(1, store)
+    store.create_topic(TopicAssignment("before", zd.new_kafka_uuid(), {0: (1,)}), {})
+    first = controller.run_round("cluster")
+    assert controller.epoch == 1 and first.topics["before"].partitions[0].leader == 1
+
+    zk_raw.set(zd.CONTROLLER_EPOCH_PATH, zd.encode_controller_epoch(2))   # another election meanwhile
+    store.create_topic(TopicAssignment("after", zd.new_kafka_uuid(), {0: (1,)}), {})
+    assert controller.run_round("cluster") is None
+    assert controller.epoch is None and not controller.is_active
+    assert zk_raw.exists(zd.CONTROLLER_PATH) is None    # freed for a fresh election
+    assert store.partition_states("after") == {}
+    assert store.partition_states("before")[0].leader_epoch == 0
+    assert controller.run_round("cluster") is not None and controller.epoch == 3   # a new term
+    assert store.partition_states("after")[0].leader == 1
