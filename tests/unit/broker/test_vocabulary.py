@@ -123,10 +123,8 @@ def test_leader_high_watermark_is_the_smallest_isr_end_offset():
     state = ReplicaState(broker_id=1)
     assert state.apply(LeaderAndIsr(1, 0, (1, 2), (1, 2), 1), log_end_offset=10) is ErrorCode.NONE
     assert state.high_watermark == 0  # follower 2 has fetched nothing yet
-    state.follower_end_offsets[2] = 6
-    assert state.advance_high_watermark(10) == 6
-    state.follower_end_offsets[2] = 4
-    assert state.advance_high_watermark(10) == 6  # never moves backwards
+    assert state.follower_fetched(2, 6, 10, now_ms=0, lag_time_max_ms=30000) == 6
+    assert state.follower_fetched(2, 4, 10, now_ms=0, lag_time_max_ms=30000) == 6  # never moves backwards
 
 
 def test_single_replica_leader_high_watermark_follows_the_log_end():
