@@ -16,8 +16,9 @@ from typing import Protocol
 from rafka.common.errors import ErrorCode
 from rafka.common.metadata import ClusterMetadata
 from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
-from rafka.coordinator.group.group_messages import CommittedOffset
-from rafka.coordinator.group.group_state import HeartbeatRequest, JoinRequest, LeaveRequest, SyncRequest
+from rafka.coordinator.group.group_messages import (
+    CommittedOffset, HeartbeatRequest, JoinRequest, LeaveRequest, SyncRequest,
+)
 
 log = logging.getLogger(__name__)
 

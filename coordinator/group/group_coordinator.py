@@ -21,12 +21,12 @@ from rafka.common.config import BrokerConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.coordinator.group import offsets_records as records
-from rafka.coordinator.group.group_messages import CommittedOffset
-from rafka.coordinator.group.group_state import (
-    GroupConfig, GroupCoordinatorState, HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse,
-    LeaveRequest, LeaveResponse, Outcome, SyncRequest, SyncResponse,
+from rafka.coordinator.group.group_messages import (
+    CommittedOffset, HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, LeaveRequest, LeaveResponse,
+    Outcome, SyncRequest, SyncResponse,
 )
-from rafka.coordinator.group.group_state import STABLE
+from rafka.coordinator.group.group_metadata import STABLE, GroupConfig
+from rafka.coordinator.group.group_state import GroupCoordinatorState
 from rafka.coordinator.group.offset_store import OffsetStore
 
 log = logging.getLogger(__name__)

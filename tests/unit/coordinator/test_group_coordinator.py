@@ -9,8 +9,8 @@ import asyncio
 from rafka.common.errors import ErrorCode
 from rafka.coordinator.group import offsets_records as records
 from rafka.coordinator.group.group_coordinator import GroupCoordinator, GroupSettings
-from rafka.coordinator.group.group_messages import CommittedOffset
-from rafka.coordinator.group.group_state import GroupConfig, JoinRequest, SyncRequest
+from rafka.coordinator.group.group_messages import CommittedOffset, JoinRequest, SyncRequest
+from rafka.coordinator.group.group_metadata import GroupConfig
 
 PARTITIONS = 4
 GROUP = "g"

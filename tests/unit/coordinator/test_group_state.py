@@ -7,12 +7,14 @@ import itertools
 import pytest
 
 from rafka.common.errors import ErrorCode
-from rafka.coordinator.group.group_messages import GroupSnapshot, MemberSnapshot
-from rafka.coordinator.group.group_state import (
-    COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, GroupConfig, GroupCoordinatorState,
-    HeartbeatRequest, HeartbeatResponse, JoinMember, JoinRequest, JoinResponse, LeaveRequest, LeaveResponse,
-    SyncRequest, SyncResponse,
+from rafka.coordinator.group.group_messages import (
+    GroupSnapshot, HeartbeatRequest, HeartbeatResponse, JoinMember, JoinRequest, JoinResponse, LeaveRequest,
+    LeaveResponse, MemberSnapshot, SyncRequest, SyncResponse,
 )
+from rafka.coordinator.group.group_metadata import (
+    COMPLETING_REBALANCE, DEAD, EMPTY, PREPARING_REBALANCE, STABLE, GroupConfig,
+)
+from rafka.coordinator.group.group_state import GroupCoordinatorState
 
 E = ErrorCode
 SESSION = 10_000
