@@ -2,7 +2,7 @@
 Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups, DescribeGroups, DeleteGroups
 and OffsetDelete.
 
-Each handler turns a decoded request into the values of `coordinator.group_state` or calls
+Each handler turns a decoded request into the values of `coordinator.group.group_messages` or calls
 on the broker's `GroupCoordinator`, and the answer back into the response's fields. The
 broker passes protocol metadata and assignments through untouched, so every client-side
 assignor works.
