@@ -134,9 +134,11 @@ class ReplicaChannel:
             if not future.done():
                 future.set_exception(ConnectionError("replica data connection lost"))
 
-    def append(self, records: Any, acks: int) -> Awaitable[ProduceResult]:
-        """Queue an append now; await the result. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return self._append_result(self._submit(dc.encode_append([records], acks), dc.decode_produce_results))
+    def append(self, records: Any, acks: int, timeout_ms: int = 0) -> Awaitable[ProduceResult]:
+        """Queue an append now; await the result (with acks=all, once the followers have it or
+        `timeout_ms` passed). A lost replica answers NOT_LEADER_OR_FOLLOWER."""
+        return self._append_result(self._submit(dc.encode_append([records], acks, timeout_ms),
+                                                dc.decode_produce_results))
 
     @staticmethod
     async def _append_result(future: asyncio.Future) -> ProduceResult:
@@ -157,6 +159,17 @@ class ReplicaChannel:
                 return done
         return self._read_result(self._submit([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)],
                                               dc.decode_fetch_result))
+
+    async def replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
+                           max_wait_ms: int = 0) -> FetchResult:
+        """A follower's fetch (Fetch with a replica id): batches up to the leader's log end,
+        and the note that `follower` has everything before `fetch_offset`. No windows: a
+        follower's read moves the high watermark, so the replica must see each one."""
+        try:
+            return await self._submit([dc.encode_replica_read(follower, leader_epoch, fetch_offset, max_bytes,
+                                                              max_wait_ms)], dc.decode_fetch_result)
+        except (ConnectionError, OSError):
+            return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     async def _read_result(self, future: asyncio.Future) -> FetchResult:
         try:

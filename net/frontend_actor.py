@@ -42,7 +42,8 @@ class Frontend:
         self._log = Prefixed(log, f"[Frontend broker={broker_id}]")
         self._producer_ids = ProducerIdSource(ProducerIdManager(broker_id, remember_ms=producer_id_memory_ms),
                                               claim=lambda: coordinator.claim_producer_id_block.remote())
-        self.groups = GroupCoordinator(broker_id, group_settings or GroupSettings(), storage=self)
+        self._group_settings = group_settings or GroupSettings()
+        self.groups = GroupCoordinator(broker_id, self._group_settings, storage=self)
         self._offsets_topic_configs = dict(offsets_topic_configs or {})
         self._dispatcher = RequestDispatcher(self)
         self._server = KafkaServer(self._dispatcher, host=host, port=port, broker_id=broker_id,
@@ -131,7 +132,8 @@ class Frontend:
         channel = self._channels.get(TopicPartition(OFFSETS_TOPIC, partition))
         if channel is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        return (await channel.append(batch, -1)).error
+        # Kafka writes group metadata and commits with acks=all, bounded by offsets.commit.timeout.ms.
+        return (await channel.append(batch, -1, self._group_settings.commit_timeout_ms)).error
 
     async def read(self, partition: int) -> AsyncIterator[bytes]:
         channel = self._channels.get(TopicPartition(OFFSETS_TOPIC, partition))

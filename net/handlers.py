@@ -223,7 +223,7 @@ class RequestDispatcher:
                 if err is not ErrorCode.NONE:
                     jobs.append((topic, index, err))
                 else:
-                    jobs.append((topic, index, channel.append(records, acks)))
+                    jobs.append((topic, index, channel.append(records, acks, body["timeout_ms"])))
         awaited = [j for _, _, j in jobs if not isinstance(j, ErrorCode)]
         done = iter(await asyncio.gather(*awaited))
         if acks == 0:

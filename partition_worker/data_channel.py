@@ -23,11 +23,14 @@ from rafka.partition_worker.messages import FetchResult, ProduceResult, Region
 
 OP_APPEND = 1
 OP_READ = 2
+OP_REPLICA_READ = 3   # a follower's fetch, served by the leader up to its log end
 
 FRAME_HEAD = struct.Struct(">II")            # length (of what follows), request id
-_APPEND_HEAD = struct.Struct(">BbI")         # op, acks, number of record sets
+_APPEND_HEAD = struct.Struct(">BbII")        # op, acks, timeout ms (acks=all), number of record sets
 _U32 = struct.Struct(">I")
 _READ = struct.Struct(">BqiI")               # op, fetch offset, max bytes, max wait ms
+_REPLICA_READ = struct.Struct(">BiiqiI")     # op, follower broker, its leader epoch, fetch offset, max bytes,
+#                                              max wait ms
 _PRODUCE_RESULT = struct.Struct(">hqqqH")    # error, base offset, append time, log start, message length
 _RECORD_ERRORS = struct.Struct(">H")         # count of record errors, after the message
 _RECORD_ERROR = struct.Struct(">iH")         # batch index, message length
@@ -79,18 +82,19 @@ def frame(request_id: int, body: bytes | bytearray) -> bytes:
     return FRAME_HEAD.pack(len(body) + 4, request_id) + body
 
 
-def encode_append(record_sets: list, acks: int) -> list:
-    """Parts (to send with writelines) of an APPEND of several produce requests' records."""
-    parts: list = [_APPEND_HEAD.pack(OP_APPEND, acks, len(record_sets))]
+def encode_append(record_sets: list, acks: int, timeout_ms: int = 0) -> list:
+    """Parts (to send with writelines) of an APPEND of several produce requests' records;
+    with acks=all (-1), `timeout_ms` bounds the wait for the followers."""
+    parts: list = [_APPEND_HEAD.pack(OP_APPEND, acks, max(0, min(timeout_ms, 0xFFFFFFFF)), len(record_sets))]
     for records in record_sets:
         parts.append(_U32.pack(len(records)))
         parts.append(records)
     return parts
 
 
-def decode_append(body: memoryview) -> tuple[int, list[memoryview]]:
-    """(acks, record sets); raises ValueError on a malformed body."""
-    _, acks, count = _APPEND_HEAD.unpack_from(body, 0)
+def decode_append(body: memoryview) -> tuple[int, int, list[memoryview]]:
+    """(acks, timeout ms, record sets); raises ValueError on a malformed body."""
+    _, acks, timeout_ms, count = _APPEND_HEAD.unpack_from(body, 0)
     pos, sets = _APPEND_HEAD.size, []
     for _ in range(count):
         (size,) = _U32.unpack_from(body, pos)
@@ -99,7 +103,7 @@ def decode_append(body: memoryview) -> tuple[int, list[memoryview]]:
             raise ValueError("record set runs past the frame")
         sets.append(body[pos:pos + size])
         pos += size
-    return acks, sets
+    return acks, timeout_ms, sets
 
 
 def encode_produce_results(results: list[ProduceResult]) -> bytes:
@@ -142,6 +146,18 @@ def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int) -> bytes:
 def decode_read(body: memoryview) -> tuple[int, int, int]:
     _, offset, max_bytes, max_wait_ms = _READ.unpack_from(body, 0)
     return offset, max_bytes, max_wait_ms
+
+
+def encode_replica_read(follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
+                        max_wait_ms: int) -> bytes:
+    """A follower's fetch; `leader_epoch` is the epoch the follower knows (-1: not checked)."""
+    return _REPLICA_READ.pack(OP_REPLICA_READ, follower, leader_epoch, fetch_offset, max_bytes, max(0, max_wait_ms))
+
+
+def decode_replica_read(body: memoryview) -> tuple[int, int, int, int, int]:
+    """(follower, leader epoch, fetch offset, max bytes, max wait ms)."""
+    _, follower, epoch, offset, max_bytes, max_wait_ms = _REPLICA_READ.unpack_from(body, 0)
+    return follower, epoch, offset, max_bytes, max_wait_ms
 
 
 def encode_fetch_result(result: FetchResult) -> bytes:

@@ -18,7 +18,9 @@ import logging
 import os
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from rafka.common.config import LONG_MAX, LogConfig
 from rafka.common.frames import FramedProtocol
@@ -66,6 +68,7 @@ class PartitionReplica:
         self._leader_epochs = LeaderEpochCache(directory)
         self._state = ReplicaState(broker_id=broker_id)
         self._appended = asyncio.Event()
+        self._replicated = asyncio.Event()   # set (and replaced) whenever the high watermark moves
         self._expiry_task: asyncio.Task | None = None
         self._flush_task: asyncio.Task | None = None
         self._clean_lock = asyncio.Lock()
@@ -167,7 +170,7 @@ class PartitionReplica:
     def become(self, order: LeaderAndIsr) -> ErrorCode:
         """Take the role the controller decided (idempotent: a repeat changes nothing)."""
         before = (self._state.leader, self._state.leader_epoch)
-        code = self._state.apply(order, self._log.log_end_offset)
+        code = self._state.apply(order, self._log.log_end_offset, _now_ms())
         if code is ErrorCode.NONE and order.leader == self._state.broker_id:
             # Kafka's makeLeader: the new epoch starts at the current log end.
             self._leader_epochs.assign(order.leader_epoch, self._log.log_end_offset)
@@ -176,7 +179,7 @@ class PartitionReplica:
                               self._tp, self._state.broker_id, order.leader, order.leader_epoch, list(order.isr))
         elif code is not ErrorCode.NONE:
             self._logger.warning("refused LeaderAndIsr %s: %s", order, code.name)
-        self._wake_fetchers()
+        self._high_watermark_moved()
         return code
 
     def update_config(self, config: LogConfig) -> None:
@@ -254,16 +257,27 @@ class PartitionReplica:
             view = memoryview(body)
             try:
                 if view[0] == dc.OP_APPEND:
-                    acks, record_sets = dc.decode_append(view)
-                    answer = dc.encode_produce_results(self.append(record_sets, acks))
-                    protocol.transport.write(dc.frame(request_id, answer))
-                elif view[0] == dc.OP_READ:
-                    offset, max_bytes, max_wait_ms = dc.decode_read(view)
-                    result = self._read_now(offset, max_bytes)
+                    acks, timeout_ms, record_sets = dc.decode_append(view)
+                    results = self.append(record_sets, acks)
+                    required = self._log.log_end_offset
+                    if acks == -1 and self._awaits_replication(results, required):
+                        asyncio.ensure_future(self._answer_after_replication(
+                            protocol, request_id, results, required, timeout_ms))
+                    else:
+                        protocol.transport.write(dc.frame(request_id, dc.encode_produce_results(results)))
+                elif view[0] in (dc.OP_READ, dc.OP_REPLICA_READ):
+                    if view[0] == dc.OP_READ:
+                        offset, max_bytes, max_wait_ms = dc.decode_read(view)
+                        result = self._read_now(offset, max_bytes)
+                    else:
+                        follower, epoch, offset, max_bytes, max_wait_ms = dc.decode_replica_read(view)
+                        result = self.replica_read(follower, epoch, offset, max_bytes)
                     if _final(result, max_wait_ms):
                         protocol.transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
                     else:  # nothing to read yet: park until an append or the deadline
-                        asyncio.ensure_future(self._answer_parked_read(protocol, request_id, offset, max_bytes,
+                        read_again = (lambda o=offset, m=max_bytes: self._read_now(o, m)) if view[0] == dc.OP_READ \
+                            else (lambda f=follower, e=epoch, o=offset, m=max_bytes: self.replica_read(f, e, o, m))
+                        asyncio.ensure_future(self._answer_parked_read(protocol, request_id, read_again,
                                                                        max_wait_ms, result))
                 else:
                     raise ValueError(f"unknown data-plane op {view[0]}")
@@ -281,11 +295,81 @@ class PartitionReplica:
         if protocol.transport is not None:
             dc.widen_socket_buffers(protocol.transport.get_extra_info("socket"))
 
-    async def _answer_parked_read(self, protocol: FramedProtocol, request_id: int, offset: int, max_bytes: int,
-                                  max_wait_ms: int, empty: FetchResult) -> None:
-        result = await self._wait_for_data(offset, max_bytes, max_wait_ms, empty)
+    async def _answer_parked_read(self, protocol: FramedProtocol, request_id: int,
+                                  read_again: Callable[[], FetchResult], max_wait_ms: int, empty: FetchResult) -> None:
+        result = await self._wait_for_data(read_again, max_wait_ms, empty)
         if protocol.transport is not None and not protocol.transport.is_closing():
             protocol.transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
+
+    # -- acks=all: the produce purgatory (Kafka's DelayedProduce) ------------------------
+    def _awaits_replication(self, results: list[ProduceResult], required_offset: int) -> bool:
+        """Whether an acks=all append must wait for followers before it is answered."""
+        return (any(r.error is ErrorCode.NONE for r in results)
+                and self._state.acks_all_outcome(required_offset, self._config.min_insync_replicas) is None)
+
+    async def _answer_after_replication(self, protocol: FramedProtocol, request_id: int,
+                                        results: list[ProduceResult], required_offset: int, timeout_ms: int) -> None:
+        """Answer an acks=all append once the high watermark passes `required_offset`, with
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas meanwhile,
+        or REQUEST_TIMED_OUT after `timeout_ms` (the records stay in the log, as in Kafka)."""
+        outcome = await self._await_replication(required_offset, timeout_ms)
+        answered = [replace(r, error=outcome) if r.error is ErrorCode.NONE and outcome is not ErrorCode.NONE else r
+                    for r in results]
+        if protocol.transport is not None and not protocol.transport.is_closing():
+            protocol.transport.write(dc.frame(request_id, dc.encode_produce_results(answered)))
+
+    async def _await_replication(self, required_offset: int, timeout_ms: int) -> ErrorCode:
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            outcome = self._state.acks_all_outcome(required_offset, self._config.min_insync_replicas)
+            if outcome is not None:
+                return outcome
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return ErrorCode.REQUEST_TIMED_OUT
+            event = self._replicated
+            try:
+                await asyncio.wait_for(event.wait(), remaining)
+            except asyncio.TimeoutError:
+                continue
+
+    def _high_watermark_moved(self) -> None:
+        """Wake acks=all appends waiting on the high watermark, and consumers' parked fetches."""
+        self._replicated.set()
+        self._replicated = asyncio.Event()
+        self._wake_fetchers()
+
+    # -- a follower's fetch (the leader's side) -------------------------------------------
+    def replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int) -> FetchResult:
+        """A follower's fetch at `fetch_offset`: it has everything before it (its log end).
+        Answers whole batches up to the log end (not the high watermark) with the high
+        watermark to take; refuses a follower of another leader epoch (FENCED_LEADER_EPOCH
+        when it knows an older one, UNKNOWN_LEADER_EPOCH a newer one) or not assigned here."""
+        state = self._state
+        if not state.is_leader or follower not in state.followers:
+            return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if leader_epoch >= 0 and leader_epoch != state.leader_epoch:
+            return FetchResult(ErrorCode.FENCED_LEADER_EPOCH if leader_epoch < state.leader_epoch
+                               else ErrorCode.UNKNOWN_LEADER_EPOCH)
+        end = self._log.log_end_offset
+        start = self._log.log_start_offset
+        before = state.high_watermark
+        hw = state.follower_fetched(follower, fetch_offset, end, _now_ms(), self._config.replica_lag_time_max_ms)
+        if hw != before:
+            self._high_watermark_moved()
+        if fetch_offset > end or fetch_offset < start:
+            return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
+        if fetch_offset == end:
+            return FetchResult(ErrorCode.NONE, hw, hw, start)
+        try:
+            result = self._log.read(fetch_offset, max_bytes, max_offset=end)
+        except OffsetOutOfRangeError:
+            return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
+        except OSError:
+            self._logger.exception("could not read offset %d for follower %d", fetch_offset, follower)
+            return FetchResult(ErrorCode.KAFKA_STORAGE_ERROR, hw, hw, start)
+        regions = tuple(Region(r.path, r.position, r.length, r.inode) for r in result.regions)
+        return FetchResult(ErrorCode.NONE, hw, hw, start, regions, result.next_offset if regions else -1)
 
     # -- data plane ----------------------------------------------------------------
     def append(self, batches: list, acks: int) -> list[ProduceResult]:
@@ -323,11 +407,12 @@ class PartitionReplica:
         result = self._read_now(fetch_offset, max_bytes)
         if _final(result, max_wait_ms):
             return result
-        return await self._wait_for_data(fetch_offset, max_bytes, max_wait_ms, result)
+        return await self._wait_for_data(lambda: self._read_now(fetch_offset, max_bytes), max_wait_ms, result)
 
-    async def _wait_for_data(self, fetch_offset: int, max_bytes: int, max_wait_ms: int,
+    async def _wait_for_data(self, read_again: Callable[[], FetchResult], max_wait_ms: int,
                              result: FetchResult) -> FetchResult:
-        """After the empty `result`, read again at each append until data comes or `max_wait_ms` passes."""
+        """After the empty `result`, read again at each append (or high watermark move) until
+        data comes or `max_wait_ms` passes."""
         deadline = time.monotonic() + max_wait_ms / 1000
         while True:
             remaining = deadline - time.monotonic()
@@ -337,8 +422,8 @@ class PartitionReplica:
             try:
                 await asyncio.wait_for(event.wait(), remaining)
             except asyncio.TimeoutError:
-                return self._read_now(fetch_offset, max_bytes)
-            result = self._read_now(fetch_offset, max_bytes)
+                return read_again()
+            result = read_again()
             if result.regions or result.error is not ErrorCode.NONE:
                 return result
 

@@ -206,6 +206,7 @@ class LogConfig:
     producer_id_expiration_check_interval_ms: int = 600_000
     retention_check_interval_ms: int = 300_000
     flush_scheduler_interval_ms: int = LONG_MAX
+    replica_lag_time_max_ms: int = 30000
 
     @property
     def compact(self) -> bool:
@@ -349,6 +350,7 @@ class BrokerConfig:
             producer_id_expiration_check_interval_ms=self.producer_id_expiration_check_interval_ms,
             retention_check_interval_ms=self.log_retention_check_interval_ms,
             flush_scheduler_interval_ms=self.log_flush_scheduler_interval_ms,
+            replica_lag_time_max_ms=self.replica_lag_time_max_ms,
         )
 
 

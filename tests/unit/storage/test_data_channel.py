@@ -13,7 +13,7 @@ def body_of(parts) -> memoryview:
 
 
 def test_append_round_trip():
-    acks, sets = dc.decode_append(body_of(dc.encode_append([b"abc", b"", b"x" * 1000], -1)))
+    acks, timeout_ms, sets = dc.decode_append(body_of(dc.encode_append([b"abc", b"", b"x" * 1000], -1, 1500)))
     assert acks == -1 and [bytes(s) for s in sets] == [b"abc", b"", b"x" * 1000]
 
 
