@@ -63,6 +63,19 @@ class DeleteRecordsResult:
 
 
 @dataclass(frozen=True)
+class AlterIsr:
+    """A leader's request to change its partition's ISR (Kafka's AlterPartition, KIP-497):
+    valid only under the leader epoch and partition state version it was decided at."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int   # the partition state's znode version the leader last saw
+
+
+@dataclass(frozen=True)
 class ReplicaStatus:
     topic: str
     partition: int

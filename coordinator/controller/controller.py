@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import logging
 
-from rafka.common.errors import StaleControllerEpochError
+from rafka.common.errors import ErrorCode, StaleControllerEpochError
 from rafka.common.metadata import ClusterMetadata
-from rafka.coordinator.controller.election import Campaign, build_metadata_snapshot, campaign, elect_leaders
-from rafka.coordinator.zk.zk_store import ZkStore
+from rafka.common.types import TopicPartition
+from rafka.coordinator.controller.election import Campaign, alter_isr, build_metadata_snapshot, campaign, elect_leaders
+from rafka.coordinator.zk.zk_data import PartitionState
+from rafka.coordinator.zk.zk_store import PartitionStateConflictError, ZkStore
+from rafka.partition_worker.messages import AlterIsr
 
 state_change = logging.getLogger("rafka.state_change")
 
@@ -72,6 +75,7 @@ class Controller:
         zk, epoch = self._zk, self.epoch
         assert epoch is not None
         brokers = zk.live_brokers()
+        zk.take_isr_change_notifications()   # every round sends all states; the notes are consumed
         for topic in zk.topics_marked_for_deletion():
             zk.remove_topic_paths(topic)
             state_change.info("[Controller id=%d epoch=%d] deleted topic %s", self._id, epoch, topic)
@@ -87,3 +91,32 @@ class Controller:
                                   self._id, epoch, name, p, state.leader, state.leader_epoch, list(state.isr))
             all_states[name] = states
         return build_metadata_snapshot(cluster_id, self._id, epoch, brokers, topics, all_states)
+
+    def alter_isr(self, request: AlterIsr) -> PartitionState | ErrorCode:
+        """A leader's ISR change (AlterPartition): validated by `election.alter_isr`, written
+        conditionally on the partition state's version and this controller's epoch, and
+        noted under `/isr_change_notification` as Kafka's brokers do. The new state (its
+        `zk_version` is the partition epoch to use next), or the error refusing it."""
+        if self.epoch is None:
+            return ErrorCode.NOT_CONTROLLER
+        zk = self._zk
+        assignment = zk.topic(request.topic)
+        replicas = () if assignment is None else assignment.partitions.get(request.partition, ())
+        current = zk.partition_state(request.topic, request.partition)
+        decided = alter_isr(current, request, replicas, set(zk.live_brokers()), self.epoch)
+        if isinstance(decided, ErrorCode) or decided is current:
+            return decided
+        try:
+            written = zk.write_partition_state(request.topic, request.partition, decided, current.zk_version,
+                                               controller_epoch_zk_version=zk.controller_epoch_zk_version)
+        except PartitionStateConflictError:
+            return ErrorCode.INVALID_UPDATE_VERSION
+        except StaleControllerEpochError:
+            self.epoch = None
+            zk.resign_controller()
+            return ErrorCode.NOT_CONTROLLER
+        zk.notify_isr_change([TopicPartition(request.topic, request.partition)])
+        state_change.info("[Controller id=%d epoch=%d] %s-%d isr %s -> %s (leader %d, leader_epoch %d)",
+                          self._id, self.epoch, request.topic, request.partition, list(current.isr),
+                          list(written.isr), written.leader, written.leader_epoch)
+        return written

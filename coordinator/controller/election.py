@@ -23,10 +23,12 @@ import enum
 from dataclasses import replace
 from typing import Collection, Mapping
 
+from rafka.common.errors import ErrorCode
 from rafka.common.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
 from rafka.common.types import INTERNAL_TOPICS
 from rafka.coordinator.zk.zk_data import (LEADER_RECOVERY_RECOVERING, NO_LEADER, ZERO_UUID, BrokerRegistration,
                                        PartitionState, TopicAssignment)
+from rafka.partition_worker.messages import AlterIsr
 
 
 def initial_partition_state(replicas: tuple[int, ...], live_brokers: Collection[int],
@@ -100,6 +102,30 @@ def campaign(current_controller: int | None, broker_id: int, is_controller: bool
     if current_controller != broker_id and is_controller:
         return Campaign.RESIGN
     return Campaign.STAY
+
+
+def alter_isr(current: PartitionState | None, request: AlterIsr, replicas: tuple[int, ...],
+              live_brokers: Collection[int], controller_epoch: int) -> PartitionState | ErrorCode:
+    """The controller's answer to a leader's ISR change (Kafka 3.9's ZooKeeper controller,
+    `processAlterPartition`): the new state to write, or the error refusing it. A request
+    that asks for the state already in force gets that state back (a retry)."""
+    if current is None or not replicas:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    if request.leader != current.leader:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if request.leader_epoch != current.leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    if tuple(request.isr) == current.isr:
+        return current
+    if request.partition_epoch != current.zk_version:
+        return ErrorCode.INVALID_UPDATE_VERSION
+    if request.leader not in request.isr or any(b not in replicas for b in request.isr):
+        return ErrorCode.INVALID_REQUEST
+    if current.leader_recovery_state == LEADER_RECOVERY_RECOVERING and len(request.isr) > 1:
+        return ErrorCode.INVALID_REQUEST
+    if any(b not in live_brokers for b in request.isr):
+        return ErrorCode.INELIGIBLE_REPLICA
+    return replace(current, isr=tuple(request.isr), controller_epoch=controller_epoch)
 
 
 # ---- metadata handed to front-ends --------------------------------------------------------

@@ -1,7 +1,7 @@
 """Kafka's ZooKeeper state read and written through kazoo: broker registration, controller
-election with epoch fencing, topics, partition states, deletion, producer id blocks; the
-watches come from `ZkWatches` (zk_watches.py), a stale run's ephemerals are cleared by
-`zk_session.clear_stale_ephemerals`.
+election with epoch fencing, topics, partition states, ISR change notifications, deletion.
+Producer id blocks come from `ZkProducerIdBlocks` (zk_producer_ids.py), the watches from
+`ZkWatches` (zk_watches.py); `zk_session.clear_stale_ephemerals` clears a stale run's nodes.
 
 The JSON and paths come from `zk_data.py`. A `ZkStore` owns one kazoo session; the session
 is the broker's liveness (its ephemeral `/brokers/ids/<id>` and, when it is the controller,
@@ -26,8 +26,10 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from rafka.common.errors import (StaleControllerEpochError, StartupError, TopicAlreadyExistsError,
                                  UnknownTopicOrPartitionError)
+from rafka.common.types import TopicPartition
 from rafka.coordinator.zk import zk_data as zd
 from rafka.coordinator.zk.zk_data import BrokerRegistration, PartitionState, TopicAssignment
+from rafka.coordinator.zk.zk_producer_ids import ZkProducerIdBlocks
 from rafka.coordinator.zk.zk_watches import ZkWatches
 
 log = logging.getLogger(__name__)
@@ -45,7 +47,7 @@ def split_chroot(connect: str) -> tuple[str, str]:
     return hosts, (("/" + chroot).rstrip("/") if slash else "")
 
 
-class ZkStore(ZkWatches):
+class ZkStore(ZkWatches, ZkProducerIdBlocks):
     """One broker's (or tool's) view of Kafka's ZooKeeper state. Thread-safe as kazoo is."""
 
     def __init__(self, connect: str, session_timeout_ms: int = 18000, *, connect_timeout_s: float = 15.0) -> None:
@@ -355,38 +357,28 @@ class ZkStore(ZkWatches):
         return PartitionState(state.leader, state.leader_epoch, state.isr, state.controller_epoch,
                               state.leader_recovery_state, new_version)
 
-    # ---- producer id blocks --------------------------------------------------------------
-    def claim_producer_id_block(self, broker_id: int, size: int = zd.PRODUCER_ID_BLOCK_SIZE,
-                                attempts: int = 100) -> zd.ProducerIdBlock:
-        """Claim the next `size` producer ids for `broker_id`, as Kafka's ZkProducerIdManager:
-        read `/latest_producer_id_block`, then create it (ids from 0) or set it at the version
-        read; on a race with another broker, read again. Two brokers never get the same id."""
-        path = zd.LATEST_PRODUCER_ID_BLOCK_PATH
-        for _ in range(attempts):
+    # ---- ISR change notifications ----------------------------------------------------------
+    def notify_isr_change(self, partitions: list[TopicPartition]) -> None:
+        """Note ISR changes under `/isr_change_notification/isr_change_<seq>` (Kafka's JSON)."""
+        self.client.create(f"{zd.ISR_CHANGE_NOTIFICATION_PATH}/{zd.ISR_CHANGE_PREFIX}",
+                           zd.encode_isr_change(partitions), sequence=True, makepath=True)
+
+    def take_isr_change_notifications(self) -> set[TopicPartition]:
+        """Read and delete every pending ISR change notification; the partitions they name."""
+        changed: set[TopicPartition] = set()
+        try:
+            children = self.client.get_children(zd.ISR_CHANGE_NOTIFICATION_PATH)
+        except NoNodeError:
+            return changed
+        for child in sorted(children):
+            path = f"{zd.ISR_CHANGE_NOTIFICATION_PATH}/{child}"
             try:
-                data, stat = self.client.get(path)
+                data, _ = self.client.get(path)
+                changed |= zd.decode_isr_change(data)
+                self.client.delete(path)
             except NoNodeError:
-                data, stat = b"", None
-            if data:
-                previous = zd.decode_producer_id_block(data)
-                first = previous.last_producer_id + 1
-            else:
-                first = 0
-            if first + size - 1 > zd.MAX_PRODUCER_ID:
-                raise RuntimeError("Exhausted all producerIds as the next block's end producerId would exceed "
-                                   "the int64 type limit")
-            block = zd.ProducerIdBlock(broker_id, first, size)
-            try:
-                if stat is None:
-                    self.client.create(path, zd.encode_producer_id_block(block), makepath=True)
-                else:
-                    self.client.set(path, zd.encode_producer_id_block(block), version=stat.version)
-            except (NodeExistsError, BadVersionError):
                 continue
-            log.info("Broker %d claimed producer id block %d-%d", broker_id, block.first_producer_id,
-                     block.last_producer_id)
-            return block
-        raise RuntimeError(f"could not claim a producer id block after {attempts} attempts")
+        return changed
 
     # ---- deletion ------------------------------------------------------------------------
     def delete_topic(self, topic: str) -> None:

@@ -299,3 +299,31 @@ def test_a_deposed_controller_changes_nothing_and_resigns(stores, zk_raw):
     assert store.partition_states("before")[0].leader_epoch == 0
     assert controller.run_round("cluster") is not None and controller.epoch == 3   # a new term
     assert store.partition_states("after")[0].leader == 1
+
+
+def test_the_controller_applies_a_leaders_isr_change_conditionally(stores, zk_raw):
+    """AlterPartition through ZooKeeper: the new ISR is written at the version the leader saw,
+    noted under /isr_change_notification, and a request at an old version is refused."""
+    from rafka.common.errors import ErrorCode
+    from rafka.coordinator.controller.controller import Controller
+    from rafka.partition_worker.messages import AlterIsr
+
+    store = stores()
+    store.register_broker(reg(1))
+    for b in (2, 3):                 # one session per broker: registrations are ephemeral
+        stores().register_broker(reg(b, 9092 + b))
+    controller = Controller(1, store)
+    store.create_topic(TopicAssignment("t", zd.new_kafka_uuid(), {0: (1, 2, 3)}), {})
+    assert controller.run_round("cluster").topics["t"].partitions[0].isr == (1, 2, 3)
+    before = store.partition_state("t", 0)
+
+    written = controller.alter_isr(AlterIsr("t", 0, 1, before.leader_epoch, (1, 2), before.zk_version))
+    assert written.isr == (1, 2) and written.zk_version == before.zk_version + 1
+    assert written.leader_epoch == before.leader_epoch          # an ISR change is not a new leader epoch
+    assert store.partition_state("t", 0) == written
+    assert zk_raw.get_children(zd.ISR_CHANGE_NOTIFICATION_PATH)
+    stale = controller.alter_isr(AlterIsr("t", 0, 1, before.leader_epoch, (1,), before.zk_version))
+    assert stale is ErrorCode.INVALID_UPDATE_VERSION
+    assert controller.run_round("cluster").topics["t"].partitions[0].isr == (1, 2)
+    assert zk_raw.get_children(zd.ISR_CHANGE_NOTIFICATION_PATH) == []   # consumed by the round
+    assert Controller(2, store).alter_isr(AlterIsr("t", 0, 1, 0, (1,), 1)) is ErrorCode.NOT_CONTROLLER

@@ -97,3 +97,48 @@ def test_campaign_stays_when_the_role_matches_the_node():
     from rafka.coordinator.controller.election import Campaign, campaign
     assert campaign(1, 1, is_controller=True) is Campaign.STAY
     assert campaign(2, 1, is_controller=False) is Campaign.STAY
+
+
+# ---- AlterPartition: a leader's ISR change ------------------------------------------------
+def isr_request(isr, leader=1, leader_epoch=4, partition_epoch=7):
+    from rafka.partition_worker.messages import AlterIsr
+    return AlterIsr("t", 0, leader, leader_epoch, tuple(isr), partition_epoch)
+
+
+def test_alter_isr_accepts_a_shrink_and_an_expand_from_the_current_leader():
+    from rafka.coordinator.controller.election import alter_isr
+    current = st(1, 4, (1, 2, 3), version=7)
+    assert alter_isr(current, isr_request((1, 2)), (1, 2, 3), {1, 2, 3}, EPOCH) == st(1, 4, (1, 2), 7, EPOCH)
+    shrunk = st(1, 4, (1,), version=7)
+    assert alter_isr(shrunk, isr_request((1, 3)), (1, 2, 3), {1, 2, 3}, EPOCH).isr == (1, 3)
+
+
+def test_alter_isr_refusals():
+    from rafka.common.errors import ErrorCode
+    from rafka.coordinator.controller.election import alter_isr
+    current = st(1, 4, (1, 2, 3), version=7)
+    cases = {
+        "unknown partition": (None, isr_request((1,)), ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+        "not the leader": (current, isr_request((1,), leader=2), ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        "old leader epoch": (current, isr_request((1,), leader_epoch=3), ErrorCode.FENCED_LEADER_EPOCH),
+        "stale partition epoch": (current, isr_request((1,), partition_epoch=6), ErrorCode.INVALID_UPDATE_VERSION),
+        "leader left out": (current, isr_request((2, 3)), ErrorCode.INVALID_REQUEST),
+        "not a replica": (current, isr_request((1, 9)), ErrorCode.INVALID_REQUEST),
+        "dead member": (st(1, 4, (1,), version=7), isr_request((1, 3)), ErrorCode.INELIGIBLE_REPLICA),
+    }
+    for name, (state, request, error) in cases.items():
+        assert alter_isr(state, request, (1, 2, 3), {1, 2}, EPOCH) is error, name
+
+
+def test_alter_isr_to_the_state_in_force_returns_it():
+    from rafka.coordinator.controller.election import alter_isr
+    current = st(1, 4, (1, 2), version=9)
+    assert alter_isr(current, isr_request((1, 2), partition_epoch=7), (1, 2), {1, 2}, EPOCH) is current
+
+
+def test_a_recovering_leader_keeps_a_single_member_isr():
+    from dataclasses import replace
+    from rafka.common.errors import ErrorCode
+    from rafka.coordinator.controller.election import alter_isr
+    recovering = replace(st(1, 4, (1,), version=7), leader_recovery_state=LEADER_RECOVERY_RECOVERING)
+    assert alter_isr(recovering, isr_request((1, 2)), (1, 2), {1, 2}, EPOCH) is ErrorCode.INVALID_REQUEST
