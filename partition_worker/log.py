@@ -38,7 +38,7 @@ import os
 import random
 import time
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -49,6 +49,8 @@ from rafka.partition_worker import timestamps
 from rafka.partition_worker import cleaner as _cleaner
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult, LogCleaning
 from rafka.partition_worker import retention
+from rafka.partition_worker.checkpoints import EpochEntry
+from rafka.partition_worker.follower_append import check_follower_offsets
 from rafka.partition_worker.producer_state import ProducerStateManager, list_snapshots
 from rafka.partition_worker.record_batch import (
     BatchHeader, TimestampType, assign_offsets, decode_records, parse_header, validate_batches,
@@ -74,6 +76,9 @@ class AppendInfo:
     log_append_time_ms: int = -1
     log_start_offset: int = 0
     duplicate: bool = False  # a retried idempotent batch: answered with its first offsets, not written
+    # Follower appends: (epoch, first offset) where each leader epoch starts in the batches, for
+    # LeaderEpochCache.assign (see `PartitionLog.append_as_follower`).
+    epoch_starts: tuple[EpochEntry, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -317,12 +322,15 @@ class PartitionLog:
                 f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
         base_offset = self.log_end_offset
         next_offset = base_offset + sum(h.last_offset_delta + 1 for h in headers)
-        active = self._maybe_roll(total, next_offset - 1, now, max(h.max_timestamp for h in headers))
         append_time = -1
         if from_client and self.config.log_append_time:
             append_time = now
             for h in headers:
                 timestamps.set_log_append_time(mv, h, now)
+        # Roll on the timestamps as stored (LogAppendTime: now), as Kafka's maybeRoll after
+        # validation does, so a follower copying these batches rolls at the same place.
+        max_timestamp = now if append_time >= 0 else max(h.max_timestamp for h in headers)
+        active = self._maybe_roll(total, next_offset - 1, now, max_timestamp)
         assign_offsets(mv, base_offset, leader_epoch)
         written = [parse_header(mv, h.position) for h in headers]
         active.append(mv, written)
@@ -396,6 +404,66 @@ class PartitionLog:
         if first_timestamp >= 0 and max_timestamp >= 0:
             return max_timestamp - first_timestamp
         return now_ms - seen_ms
+
+    # -- following a leader -----------------------------------------------------------------
+    def append_as_follower(self, records: bytes | bytearray | memoryview, *,
+                           now_ms: int | None = None) -> AppendInfo:
+        """Append batches copied from the leader's log, byte for byte (Kafka's
+        `UnifiedLog.appendAsFollower`).
+
+        Nothing is rewritten: offsets, partition leader epochs, LogAppendTime stamps and
+        compression stay the leader's. Refusals raise before anything is written (rules in
+        follower_append.py): a batch cut short, not magic 2 or with a bad CRC
+        (CorruptRecordError, InvalidRecordError); a first batch not at the log end
+        (UnexpectedAppendOffsetError, carrying the append's first and last offsets); a batch
+        not right after the one before (OffsetsOutOfOrderError; a compacted log may have gaps);
+        a batch larger than segment.bytes (RecordBatchTooLargeError). max.message.bytes is not
+        checked: the leader did (Kafka's ignoreRecordSize).
+
+        Batches are placed one at a time by the leader's rules (`_maybe_roll`: segment.bytes, a
+        full index, relative offset overflow, segment.ms by message time), as the leader
+        appended them, so with the same segment config, segment.jitter.ms 0 and batches that
+        carry timestamps, the follower's segment files equal the leader's byte for byte. (Kafka
+        puts a whole fetch into one segment, so its followers' segment boundaries may differ.)
+        Producer state gets the leader's bookkeeping without its checks (Kafka's
+        AppendOrigin.REPLICATION): no duplicate or sequence refusal, the same last five
+        batches per producer, so after becoming leader this log answers a retried batch with
+        its original offsets. The indexes, max timestamps and flush.messages follow as for a
+        leader append.
+
+        `epoch_starts` in the result: (epoch, first offset) of the first batch and of each batch
+        whose partition leader epoch differs from the one before (batches without one, -1, are
+        left out). The caller passes each to `LeaderEpochCache.assign`, as Kafka assigns every
+        batch's epoch. Empty `records` append nothing (batch_count 0). `now_ms` (default: the
+        wall clock) is for time-based rolling.
+        """
+        self._check_open()
+        now = _now_ms() if now_ms is None else now_ms
+        mv = memoryview(records)
+        if not len(mv):
+            end = self.log_end_offset
+            return AppendInfo(base_offset=end, last_offset=end - 1, max_timestamp=-1, batch_count=0,
+                              record_count=0, log_start_offset=self.log_start_offset)
+        headers = validate_batches(mv, len(mv), from_client=False)
+        epoch_starts = check_follower_offsets(headers, self.log_end_offset, allow_gaps=self.config.compact,
+                                              partition=self.directory.name)
+        for h in headers:
+            if h.size > self.config.segment_bytes:
+                raise RecordBatchTooLargeError(
+                    f"Message batch size is {h.size} bytes in append to partition {self.directory.name}, which "
+                    f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
+        state = self.producer_state
+        for h in headers:
+            active = self._maybe_roll(h.size, h.last_offset, now, h.max_timestamp)
+            active.append(mv[h.position:h.position + h.size], [replace(h, position=0)])
+            if h.has_producer_id and not h.is_control:
+                state.update(h, h.base_offset)
+        if self.log_end_offset - self._recovery_point >= self.config.flush_messages:
+            self.flush()
+        return AppendInfo(base_offset=headers[0].base_offset, last_offset=headers[-1].last_offset,
+                          max_timestamp=max(h.max_timestamp for h in headers), batch_count=len(headers),
+                          record_count=sum(h.records_count for h in headers),
+                          log_start_offset=self.log_start_offset, epoch_starts=epoch_starts)
 
     # -- reading -------------------------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None, *,
