@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from rafka.common.config import LogConfig
 from rafka.partition_worker.checkpoints import EpochEntry, LeaderEpochCache
 from rafka.partition_worker.log import AppendInfo, PartitionLog
@@ -22,6 +24,28 @@ ROLL_ON = {
 }
 ROLLING = ROLL_ON["size"]
 PRODUCERS = (7001, 7002, -1, 7003)  # -1: a plain (non-idempotent) producer
+
+
+_opened: list[PartitionLog] = []
+
+
+def open_log(path: Path, config: LogConfig = ROLLING, **kwargs) -> PartitionLog:
+    """`PartitionLog.open` (now_ms=NOW unless given) for a test using the `close_logs` fixture."""
+    log = PartitionLog.open(path, config, **{"now_ms": NOW, **kwargs})
+    _opened.append(log)
+    return log
+
+
+@pytest.fixture(autouse=True)
+def close_logs():
+    """Release every file descriptor of the logs a test opened with `open_log` (garbage
+    collection does not: a session of leaked descriptors passes 1024 and breaks select())."""
+    yield
+    while _opened:
+        log = _opened.pop()
+        for seg in log.segments:
+            seg.close()
+        log.delete_pending_files(1 << 62)
 
 
 @dataclass(frozen=True)

@@ -7,21 +7,20 @@ import struct
 
 import pytest
 
-from rafka.common.config import LogConfig
 from rafka.common.errors import CorruptRecordError, InvalidRecordError, RecordBatchTooLargeError
 from rafka.partition_worker.checkpoints import EpochEntry, LeaderEpochCache
 from rafka.partition_worker.follower_append import (
     OffsetsOutOfOrderError, UnexpectedAppendOffsetError, check_follower_offsets,
 )
-from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.producer_state import OutOfOrderSequenceError
 from rafka.partition_worker.record_batch import (
     MAGIC_OFFSET, Compression, Record, TimestampType, encode_batch, iter_batches, parse_header,
 )
 from tests.unit.storage.replica_logs import (
     MAX, NOW, ROLL_ON, ROLLING, append_all, client_batch, first_at_or_after, log_files, producer_state,
-    records_by_offset, replicate, snapshot_files, workload,
+    open_log, records_by_offset, replicate, snapshot_files, workload,
 )
+from tests.unit.storage.replica_logs import close_logs  # noqa: F401 (the fixture closing every log opened)
 
 
 def leader_epoch_of(count: int):
@@ -33,8 +32,8 @@ def leader_epoch_of(count: int):
 @pytest.mark.parametrize("timestamp_type", ["CreateTime", "LogAppendTime"])
 def test_follower_copies_the_leader_byte_for_byte_and_dedups_after_becoming_leader(tmp_path, timestamp_type, rule):
     config = dataclasses.replace(ROLL_ON[rule], message_timestamp_type=timestamp_type)
-    leader = PartitionLog.open(tmp_path / "leader" / "t-0", config, now_ms=NOW)
-    follower = PartitionLog.open(tmp_path / "follower" / "t-0", config, now_ms=NOW)
+    leader = open_log(tmp_path / "leader" / "t-0", config)
+    follower = open_log(tmp_path / "follower" / "t-0", config)
     batches = workload(240)
     leader_epochs = LeaderEpochCache(tmp_path / "leader")
     infos = append_all(leader, batches, leader_epochs, leader_epoch=leader_epoch_of(len(batches)))
@@ -86,22 +85,22 @@ def test_follower_copies_the_leader_byte_for_byte_and_dedups_after_becoming_lead
 
 
 def test_follower_state_survives_a_restart_like_the_leaders(tmp_path):
-    leader = PartitionLog.open(tmp_path / "leader" / "t-0", ROLLING, now_ms=NOW)
-    follower = PartitionLog.open(tmp_path / "follower" / "t-0", ROLLING, now_ms=NOW)
+    leader = open_log(tmp_path / "leader" / "t-0", ROLLING)
+    follower = open_log(tmp_path / "follower" / "t-0", ROLLING)
     append_all(leader, workload(60), LeaderEpochCache(tmp_path / "leader"), leader_epoch=lambda n: 3)
     replicate(leader, follower, fetch_bytes=5000)
     follower.close()
     leader.close()
-    leader = PartitionLog.open(tmp_path / "leader" / "t-0", ROLLING, now_ms=NOW)
-    follower = PartitionLog.open(tmp_path / "follower" / "t-0", ROLLING, now_ms=NOW)
+    leader = open_log(tmp_path / "leader" / "t-0", ROLLING)
+    follower = open_log(tmp_path / "follower" / "t-0", ROLLING)
     assert log_files(follower) == log_files(leader)
     assert producer_state(follower) == producer_state(leader)
 
 
 def test_each_batch_rolls_by_the_leaders_rules_even_inside_one_fetch(tmp_path):
     """One fetch spanning several of the leader's segments is split at the same places."""
-    leader = PartitionLog.open(tmp_path / "leader" / "t-0", ROLLING, now_ms=NOW)
-    follower = PartitionLog.open(tmp_path / "follower" / "t-0", ROLLING, now_ms=NOW)
+    leader = open_log(tmp_path / "leader" / "t-0", ROLLING)
+    follower = open_log(tmp_path / "follower" / "t-0", ROLLING)
     append_all(leader, workload(120), LeaderEpochCache(tmp_path / "leader"), leader_epoch=lambda n: 0)
     data = b"".join(s.log_path.read_bytes() for s in leader.segments)
     info = follower.append_as_follower(data, now_ms=NOW)
@@ -115,8 +114,8 @@ def test_time_roll_follows_the_stored_log_append_time(tmp_path):
     """Client timestamps stand still while the append time moves: the leader must roll on the
     append time, as Kafka, for its follower (which only sees the stored bytes) to roll alike."""
     config = dataclasses.replace(ROLL_ON["time"], message_timestamp_type="LogAppendTime")
-    leader = PartitionLog.open(tmp_path / "leader" / "t-0", config, now_ms=NOW)
-    follower = PartitionLog.open(tmp_path / "follower" / "t-0", config, now_ms=NOW)
+    leader = open_log(tmp_path / "leader" / "t-0", config)
+    follower = open_log(tmp_path / "follower" / "t-0", config)
     for n in range(60):
         leader.append(bytearray(client_batch(n, ts=NOW).data), leader_epoch=0, max_batch_bytes=MAX,
                       now_ms=NOW + 1500 * n)
@@ -126,7 +125,7 @@ def test_time_roll_follows_the_stored_log_append_time(tmp_path):
 
 
 def test_compacted_log_takes_the_leaders_gaps(tmp_path):
-    follower = PartitionLog.open(tmp_path / "t-0", dataclasses.replace(ROLLING, cleanup_policy=("compact",)), now_ms=NOW)
+    follower = open_log(tmp_path / "t-0", dataclasses.replace(ROLLING, cleanup_policy=("compact",)))
     data = (encode_batch([Record(5, NOW, b"a", b"1")], base_offset=5, partition_leader_epoch=2)
             + encode_batch([Record(9, NOW, b"b", b"2")], base_offset=8, partition_leader_epoch=2))
     info = follower.append_as_follower(data, now_ms=NOW)
@@ -137,7 +136,7 @@ def test_compacted_log_takes_the_leaders_gaps(tmp_path):
 
 
 def test_empty_append_writes_nothing(tmp_path):
-    log = PartitionLog.open(tmp_path / "t-0", ROLLING, now_ms=NOW)
+    log = open_log(tmp_path / "t-0", ROLLING)
     info = log.append_as_follower(b"", now_ms=NOW)
     assert info.batch_count == 0 and info.base_offset == 0 and log.log_end_offset == 0 and log.size_bytes == 0
 
@@ -180,7 +179,7 @@ REFUSALS = {
 @pytest.mark.parametrize("case", list(REFUSALS), ids=list(REFUSALS))
 def test_refused_append_changes_nothing(tmp_path, case):
     make, error = REFUSALS[case]
-    log = PartitionLog.open(tmp_path / "t-0", dataclasses.replace(ROLLING, segment_bytes=700), now_ms=NOW)
+    log = open_log(tmp_path / "t-0", dataclasses.replace(ROLLING, segment_bytes=700))
     log.append_as_follower(_leader_bytes(0, 10, producer_id=50, sequence=0), now_ms=NOW)
     before = (log.log_end_offset, log_files(log), producer_state(log), snapshot_files(log.directory),
               [s.index.entries() for s in log.segments], log.size_bytes)
@@ -191,8 +190,20 @@ def test_refused_append_changes_nothing(tmp_path, case):
     assert log.append_as_follower(_leader_bytes(10, 2), now_ms=NOW).base_offset == 10  # and it still appends
 
 
+def test_unexpected_offset_error_carries_the_appends_offsets(tmp_path):
+    log = open_log(tmp_path / "t-0", ROLLING)
+    log.truncate_fully_and_start_at(100, now_ms=NOW)
+    with pytest.raises(UnexpectedAppendOffsetError) as refused:
+        log.append_as_follower(encode_batch([Record(98 + i, NOW, b"k", b"v") for i in range(5)], base_offset=98))
+    assert (refused.value.first_offset, refused.value.last_offset) == (98, 102)
+    # What Kafka's Partition does with it: start the log at the batch's base offset and append again.
+    log.truncate_fully_and_start_at(refused.value.first_offset, now_ms=NOW)
+    assert log.append_as_follower(encode_batch([Record(98 + i, NOW, b"k", b"v") for i in range(5)],
+                                               base_offset=98)).last_offset == 102
+
+
 def test_batch_larger_than_a_segment_is_refused_before_writing(tmp_path):
-    log = PartitionLog.open(tmp_path / "t-0", dataclasses.replace(ROLLING, segment_bytes=300), now_ms=NOW)
+    log = open_log(tmp_path / "t-0", dataclasses.replace(ROLLING, segment_bytes=300))
     data = _leader_bytes(0, 1) + encode_batch([Record(1, NOW, b"k", b"v" * 400)], base_offset=1)
     with pytest.raises(RecordBatchTooLargeError):
         log.append_as_follower(data, now_ms=NOW)
@@ -202,7 +213,7 @@ def test_batch_larger_than_a_segment_is_refused_before_writing(tmp_path):
 def test_follower_does_not_check_sequences_but_keeps_the_bookkeeping(tmp_path):
     """A sequence gap or a lower producer epoch from the leader is stored (Kafka's
     AppendOrigin.REPLICATION); the entry follows the batches as on any replay."""
-    log = PartitionLog.open(tmp_path / "t-0", ROLLING, now_ms=NOW)
+    log = open_log(tmp_path / "t-0", ROLLING)
     log.append_as_follower(_leader_bytes(0, 2, producer_id=9, sequence=0), now_ms=NOW)
     log.append_as_follower(_leader_bytes(2, 1, producer_id=9, sequence=40), now_ms=NOW)  # a gap: taken
     entry = log.producer_state.producers[9]
@@ -231,7 +242,7 @@ def test_negative_last_offset_delta_is_corrupt():
 
 
 def test_compressed_batches_keep_their_codec(tmp_path):
-    log = PartitionLog.open(tmp_path / "t-0", ROLLING, now_ms=NOW)
+    log = open_log(tmp_path / "t-0", ROLLING)
     data = b"".join(encode_batch([Record(i * 2 + k, NOW, b"k", b"v" * 50) for k in range(2)], base_offset=i * 2,
                                  compression=Compression(i % 5), partition_leader_epoch=1) for i in range(5))
     log.append_as_follower(data, now_ms=NOW)
