@@ -29,6 +29,8 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+UNDEFINED_EPOCH = -1         # Kafka's OffsetsForLeaderEpochResponse.UNDEFINED_EPOCH
+UNDEFINED_EPOCH_OFFSET = -1  # and UNDEFINED_EPOCH_OFFSET
 PARTITION_METADATA = "partition.metadata"
 _VERSION = 0
 
@@ -226,7 +228,10 @@ class LeaderEpochCache:
         return True
 
     def truncate_from_end(self, end_offset: int) -> None:
-        """Drop epochs that start at or after `end_offset` (the log was truncated there)."""
+        """Drop epochs that start at or after `end_offset` (the log was truncated there); a
+        negative `end_offset` changes nothing (Kafka's truncateFromEnd)."""
+        if end_offset < 0:
+            return
         keep = [e for e in self._entries if e.start_offset < end_offset]
         if len(keep) != len(self._entries):
             self._entries = keep
@@ -245,15 +250,30 @@ class LeaderEpochCache:
             self._flush()
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """(epoch, end offset) for OffsetForLeaderEpoch: the largest known epoch <= `epoch` and the
-        start of the epoch after it (the log end for the latest); (-1, -1) below the first epoch."""
-        if not self._entries or epoch < self._entries[0].epoch:
-            return -1, -1
-        epochs = [e.epoch for e in self._entries]
-        i = bisect_right(epochs, epoch) - 1
-        if i == len(self._entries) - 1:
-            return self._entries[i].epoch, log_end_offset
-        return self._entries[i].epoch, self._entries[i + 1].start_offset
+        """(epoch, end offset) answering OffsetForLeaderEpoch for `epoch`, as Kafka 3.9's
+        `LeaderEpochFileCache.endOffsetFor`. The end offset of an epoch is the start offset of
+        the first larger epoch known, or `log_end_offset` for the latest one:
+
+        - the latest epoch: (it, `log_end_offset`);
+        - an epoch between two known ones (it never led, or led without writing): the largest
+          known epoch below it and the start of the next known one;
+        - an epoch below the first known one: (`epoch`, the first known epoch's start offset).
+          Older Kafka answered UNDEFINED_EPOCH_OFFSET here; since 2.x the data before the first
+          epoch is taken as gone, and the follower truncates to where the leader's log begins;
+        - UNDEFINED_EPOCH (-1), an empty cache, or an epoch above the latest one:
+          (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET), i.e. (-1, -1).
+        """
+        entries = self._entries
+        if epoch == UNDEFINED_EPOCH or not entries:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if epoch == entries[-1].epoch:
+            return epoch, log_end_offset
+        i = bisect_right([e.epoch for e in entries], epoch)  # entries[i]: the first epoch above it
+        if i == len(entries):
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if i == 0:
+            return epoch, entries[0].start_offset
+        return entries[i - 1].epoch, entries[i].start_offset
 
     def _flush(self) -> None:
         lines = [str(_VERSION), str(len(self._entries))] + [f"{e.epoch} {e.start_offset}" for e in self._entries]

@@ -30,6 +30,12 @@ The log start offset is state of its own (Kafka's `logStartOffset`): DeleteRecor
 into the middle of a segment, retention (`retention.py`) moves it to the new first segment's
 base. Reads below it fail, and producer state and snapshots below it are dropped. The caller
 persists it (the log dir's `log-start-offset-checkpoint`) and passes it back to `open`.
+
+Followers: `append_as_follower` stores the leader's batches as they are (Kafka's
+`appendAsFollower`), `truncate_to` drops a divergent tail at batch granularity and
+`truncate_fully_and_start_at` starts the log afresh (Kafka's `truncateTo` and
+`truncateFullyAndStartAt`). The leader-epoch cache is the caller's: these report or leave
+what it needs (epoch starts, the new log end).
 """
 from __future__ import annotations
 
@@ -38,9 +44,9 @@ import os
 import random
 import time
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from rafka.common.config import LogConfig
 from rafka.common.errors import InvalidRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
@@ -49,7 +55,9 @@ from rafka.partition_worker import timestamps
 from rafka.partition_worker import cleaner as _cleaner
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult, LogCleaning
 from rafka.partition_worker import retention
-from rafka.partition_worker.producer_state import ProducerStateManager, list_snapshots
+from rafka.partition_worker.checkpoints import EpochEntry
+from rafka.partition_worker.follower_append import check_follower_offsets
+from rafka.partition_worker.producer_state import ProducerStateManager
 from rafka.partition_worker.record_batch import (
     BatchHeader, TimestampType, assign_offsets, decode_records, parse_header, validate_batches,
 )
@@ -74,6 +82,9 @@ class AppendInfo:
     log_append_time_ms: int = -1
     log_start_offset: int = 0
     duplicate: bool = False  # a retried idempotent batch: answered with its first offsets, not written
+    # Follower appends: (epoch, first offset) where each leader epoch starts in the batches, for
+    # LeaderEpochCache.assign (see `PartitionLog.append_as_follower`).
+    epoch_starts: tuple[EpochEntry, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -197,17 +208,14 @@ class PartitionLog:
     def _load_producer_state(self, now_ms: int) -> None:
         """Newest usable snapshot plus the batches after it (Kafka's `loadProducerState`).
 
-        Snapshots above the log end (left by a crash that lost the tail) are deleted; a corrupt
-        one is skipped for an older one; with none usable the whole log is replayed. A replay
-        of more than nothing is saved as a snapshot at the log end, so the next open is quick.
+        Snapshots above the log end (left by a crash that lost the tail, or by a truncation)
+        are deleted; a corrupt one is skipped for an older one; with none usable the whole log
+        is replayed. A replay of more than nothing is saved as a snapshot at the log end, so
+        the next open is quick. Also rebuilds the state after `truncate_to`.
         """
         end, start = self.log_end_offset, self.log_start_offset
-        for offset, path in list_snapshots(self.directory):
-            if offset > end:
-                self._logger.warning("deleting producer snapshot %s above the log end %d", path.name, end)
-                path.unlink(missing_ok=True)
         state = self.producer_state
-        loaded = state.load_latest_snapshot(self.directory, now_ms)
+        loaded = state.truncate_and_reload(self.directory, end, now_ms)
         if loaded is None or loaded < start:
             state.truncate_fully()
             loaded = start
@@ -317,12 +325,15 @@ class PartitionLog:
                 f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
         base_offset = self.log_end_offset
         next_offset = base_offset + sum(h.last_offset_delta + 1 for h in headers)
-        active = self._maybe_roll(total, next_offset - 1, now, max(h.max_timestamp for h in headers))
         append_time = -1
         if from_client and self.config.log_append_time:
             append_time = now
             for h in headers:
                 timestamps.set_log_append_time(mv, h, now)
+        # Roll on the timestamps as stored (LogAppendTime: now), as Kafka's maybeRoll after
+        # validation does, so a follower copying these batches rolls at the same place.
+        max_timestamp = now if append_time >= 0 else max(h.max_timestamp for h in headers)
+        active = self._maybe_roll(total, next_offset - 1, now, max_timestamp)
         assign_offsets(mv, base_offset, leader_epoch)
         written = [parse_header(mv, h.position) for h in headers]
         active.append(mv, written)
@@ -370,14 +381,17 @@ class PartitionLog:
         active.seal()
         self._flush_upto(new_base)  # Kafka flushes a rolled segment (asynchronously); here at roll time
         self.producer_state.write_snapshot(self.directory, new_base)
-        segment = LogSegment.create(self.directory, new_base, index_interval_bytes=self.config.index_interval_bytes,
-                                    max_index_entries=max(1, self.config.segment_index_bytes // 8))
+        segment = self._create_segment(new_base)
         _fsync_dir(self.directory)
         self._segments = self._segments + (segment,)
         self._bases = self._bases + (new_base,)
         self._roll_jitter_ms = self._draw_roll_jitter()
         self._logger.info("rolled new log segment at offset %d (previous segment %d bytes)", new_base, active.size)
         return segment
+
+    def _create_segment(self, base_offset: int) -> LogSegment:
+        return LogSegment.create(self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
+                                 max_index_entries=max(1, self.config.segment_index_bytes // 8))
 
     def _draw_roll_jitter(self) -> int:
         """This segment's random share of segment.jitter.ms (Kafka's randomSegmentJitter)."""
@@ -396,6 +410,149 @@ class PartitionLog:
         if first_timestamp >= 0 and max_timestamp >= 0:
             return max_timestamp - first_timestamp
         return now_ms - seen_ms
+
+    # -- following a leader -----------------------------------------------------------------
+    def append_as_follower(self, records: bytes | bytearray | memoryview, *,
+                           now_ms: int | None = None) -> AppendInfo:
+        """Append batches copied from the leader's log, byte for byte (Kafka's
+        `UnifiedLog.appendAsFollower`).
+
+        Nothing is rewritten: offsets, partition leader epochs, LogAppendTime stamps and
+        compression stay the leader's. Refusals raise before anything is written (rules in
+        follower_append.py): a batch cut short, not magic 2 or with a bad CRC
+        (CorruptRecordError, InvalidRecordError); a first batch not at the log end
+        (UnexpectedAppendOffsetError, carrying the append's first and last offsets); a batch
+        not right after the one before (OffsetsOutOfOrderError; a compacted log may have gaps);
+        a batch larger than segment.bytes (RecordBatchTooLargeError). max.message.bytes is not
+        checked: the leader did (Kafka's ignoreRecordSize).
+
+        Batches are placed one at a time by the leader's rules (`_maybe_roll`: segment.bytes, a
+        full index, relative offset overflow, segment.ms by message time), as the leader
+        appended them, so with the same segment config, segment.jitter.ms 0 and batches that
+        carry timestamps, the follower's segment files equal the leader's byte for byte. (Kafka
+        puts a whole fetch into one segment, so its followers' segment boundaries may differ.)
+        Producer state gets the leader's bookkeeping without its checks (Kafka's
+        AppendOrigin.REPLICATION): no duplicate or sequence refusal, the same last five
+        batches per producer, so after becoming leader this log answers a retried batch with
+        its original offsets. The indexes, max timestamps and flush.messages follow as for a
+        leader append.
+
+        `epoch_starts` in the result: (epoch, first offset) of the first batch and of each batch
+        whose partition leader epoch differs from the one before (batches without one, -1, are
+        left out). The caller passes each to `LeaderEpochCache.assign`, as Kafka assigns every
+        batch's epoch. Empty `records` append nothing (batch_count 0). `now_ms` (default: the
+        wall clock) is for time-based rolling.
+        """
+        self._check_open()
+        now = _now_ms() if now_ms is None else now_ms
+        mv = memoryview(records)
+        if not len(mv):
+            end = self.log_end_offset
+            return AppendInfo(base_offset=end, last_offset=end - 1, max_timestamp=-1, batch_count=0,
+                              record_count=0, log_start_offset=self.log_start_offset)
+        headers = validate_batches(mv, len(mv), from_client=False)
+        epoch_starts = check_follower_offsets(headers, self.log_end_offset, allow_gaps=self.config.compact,
+                                              partition=self.directory.name)
+        for h in headers:
+            if h.size > self.config.segment_bytes:
+                raise RecordBatchTooLargeError(
+                    f"Message batch size is {h.size} bytes in append to partition {self.directory.name}, which "
+                    f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
+        state = self.producer_state
+        for h in headers:
+            active = self._maybe_roll(h.size, h.last_offset, now, h.max_timestamp)
+            active.append(mv[h.position:h.position + h.size], [replace(h, position=0)])
+            if h.has_producer_id and not h.is_control:
+                state.update(h, h.base_offset)
+        if self.log_end_offset - self._recovery_point >= self.config.flush_messages:
+            self.flush()
+        return AppendInfo(base_offset=headers[0].base_offset, last_offset=headers[-1].last_offset,
+                          max_timestamp=max(h.max_timestamp for h in headers), batch_count=len(headers),
+                          record_count=sum(h.records_count for h in headers),
+                          log_start_offset=self.log_start_offset, epoch_starts=epoch_starts)
+
+    def truncate_to(self, target_offset: int, *, now_ms: int | None = None) -> bool:
+        """Remove every batch at or after `target_offset` (Kafka's `UnifiedLog.truncateTo`): a
+        follower drops its divergent tail before fetching from a new leader. False, changing
+        nothing, when `target_offset` is at or past the log end.
+
+        Batches are never split: a batch holding `target_offset` goes whole, so the log end
+        becomes that batch's base offset, below `target_offset`, and the follower fetches it
+        again from there. (Kafka sets its log end to `target_offset` all the same; truncation
+        points from OffsetForLeaderEpoch are batch boundaries, where the two agree.)
+
+        Segments whose base offset is above the target go; the one holding it is cut at that
+        batch and becomes the active segment (empty when its base is the target, as Kafka
+        keeps it); below the first segment's base the log starts afresh at the target
+        (`truncate_fully_and_start_at`). Removed segments go the way retention's do: their
+        files are renamed `.deleted` at once and removed after file.delete.delay.ms
+        (`delete_pending_files`), so a reader holding one of their regions still finds it. The
+        cut segment is cut in place. Unlike Kafka, the cut segment and the directory are
+        fsynced before returning, so a crash cannot bring the removed batches back.
+
+        Afterwards the indexes hold no entry of a removed batch, the recovery point and log
+        start offset are at most the new log end, and producer state is rebuilt (Kafka's
+        `rebuildProducerState`): snapshots above the new log end are deleted, the newest one
+        left is loaded and the batches after it replayed (`now_ms` expires producers). The
+        caller truncates its `LeaderEpochCache` at the new `log_end_offset` (also on a no-op,
+        as Kafka), moves the cleaner checkpoint down to it, and persists the checkpoints.
+        """
+        self._check_open()
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.directory.name} to a negative offset ({target_offset}).")
+        end = self.log_end_offset
+        if target_offset >= end:
+            self._logger.info("Truncating to %d has no effect as the largest offset in the log is %d",
+                              target_offset, end - 1)
+            return False
+        now = _now_ms() if now_ms is None else now_ms
+        if self._bases[0] > target_offset:
+            self.truncate_fully_and_start_at(target_offset, now_ms=now)
+            return True
+        keep = bisect_right(self._bases, target_offset)
+        doomed = self._segments[keep:]
+        self._segments, self._bases = self._segments[:keep], self._bases[:keep]
+        self._mark_deleted(doomed, now, "LogTruncation")
+        active = self._segments[-1]
+        removed = active.truncate_to(target_offset)
+        active.flush()
+        _fsync_dir(self.directory)
+        self._recovery_point = min(self._recovery_point, self.log_end_offset)
+        self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
+        self._rolling_timestamps = {}
+        self._load_producer_state(now)
+        self._logger.info("Truncated to offset %d: log end offset %d (was %d), %d bytes cut from segment %d, "
+                          "%d segments deleted", target_offset, self.log_end_offset, end, removed,
+                          active.base_offset, len(doomed))
+        return True
+
+    def truncate_fully_and_start_at(self, new_offset: int, *, now_ms: int | None = None) -> None:
+        """Delete every batch and start the log afresh at `new_offset` (Kafka's
+        `truncateFullyAndStartAt`): for a follower whose fetch offset is outside the leader's
+        log, or `truncate_to` below this log's first segment.
+
+        The new empty active segment is created before the old segments' files are renamed
+        `.deleted` (removed after file.delete.delay.ms), so the directory is never without one;
+        an old segment with the same base offset is renamed first to free its name. The log
+        start offset, the recovery point and the log end become `new_offset`; every producer
+        and producer snapshot is dropped. The caller clears its `LeaderEpochCache` (Kafka's
+        clearAndFlush) and persists the checkpoints.
+        """
+        self._check_open()
+        if new_offset < 0:
+            raise ValueError(f"Cannot start partition {self.directory.name} at a negative offset ({new_offset}).")
+        now = _now_ms() if now_ms is None else now_ms
+        old = self._segments
+        self._mark_deleted([s for s in old if s.base_offset == new_offset], now, "LogTruncation")
+        segment = self._create_segment(new_offset)
+        self._segments, self._bases = (segment,), (new_offset,)
+        self._mark_deleted([s for s in old if s.base_offset != new_offset], now, "LogTruncation")
+        _fsync_dir(self.directory)
+        self._log_start_offset = self._recovery_point = new_offset
+        self._rolling_timestamps = {}
+        self._roll_jitter_ms = self._draw_roll_jitter()
+        self.producer_state.truncate_fully(self.directory)
+        self._logger.info("Truncated fully and started at offset %d (%d segments deleted)", new_offset, len(old))
 
     # -- reading -------------------------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None, *,
@@ -562,17 +719,22 @@ class PartitionLog:
         if len(doomed) == len(self._segments):
             self._roll()
         count = len(doomed)
-        for segment in doomed:
-            self._logger.info("Deleting segment %r due to %s", segment, plan.reason)
         self._segments = self._segments[count:]
         self._bases = self._bases[count:]
-        due = now_ms + self.config.file_delete_delay_ms
-        for segment in doomed:
-            retention.mark_deleted(segment)
-            self._pending_deletes.append((due, segment))
+        self._mark_deleted(doomed, now_ms, plan.reason)
         _fsync_dir(self.directory)
         self._increment_log_start_offset(self._segments[0].base_offset, "SegmentDeletion")
         return count
+
+    def _mark_deleted(self, segments: Iterable[LogSegment], now_ms: int, reason: str) -> None:
+        """Rename the files of segments just taken out of the segment list to `.deleted`; they
+        are removed by `delete_pending_files` after file.delete.delay.ms. The caller fsyncs the
+        directory."""
+        due = now_ms + self.config.file_delete_delay_ms
+        for segment in segments:
+            self._logger.info("Deleting segment %r due to %s", segment, reason)
+            retention.mark_deleted(segment)
+            self._pending_deletes.append((due, segment))
 
     def delete_pending_files(self, now_ms: int | None = None) -> int:
         """Remove the `.deleted` files whose file.delete.delay.ms has passed; returns how many

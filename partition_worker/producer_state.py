@@ -2,9 +2,11 @@
 
 Mirrors Apache Kafka 3.9's `ProducerStateManager`, `ProducerAppendInfo` and
 `ProducerStateEntry` (storage module) for *data* batches from clients. Transactions (ongoing
-transaction tracking, end-transaction markers, coordinator epoch checks, the LSO) and
-`truncateAndReload` are out of scope; `coordinator_epoch` and `current_txn_first_offset`
-are carried only so snapshots keep Kafka's format.
+transaction tracking, end-transaction markers, coordinator epoch checks, the LSO) are out of
+scope; `coordinator_epoch` and `current_txn_first_offset` are carried only so snapshots keep
+Kafka's format. Batches a follower copies from its leader, and batches replayed from the log
+at load or after a truncation (`truncate_and_reload`), go to `update` alone: no duplicate or
+sequence check (Kafka's AppendOrigin.REPLICATION), the same bookkeeping.
 
 The broker uses it in two steps around every write:
 
@@ -414,6 +416,29 @@ class ProducerStateManager:
                     self._producers[entry.producer_id] = entry
             return offset
         return None
+
+    def truncate_and_reload(self, snapshot_dir: str | os.PathLike, log_end_offset: int,
+                            now_ms: int | None = None) -> int | None:
+        """The log was truncated to `log_end_offset` (or lost its tail): delete the snapshots
+        above it and replace the state with the newest remaining one, as Kafka's
+        `truncateAndReload`. Returns that snapshot's offset (None: none left, state empty); the
+        log then replays its batches from there. A snapshot at exactly `log_end_offset` stays:
+        it describes the batches below it, which the truncation kept."""
+        gone = self.delete_snapshots_after(snapshot_dir, log_end_offset)
+        if gone:
+            log.info("deleted producer snapshots %s of %s above the log end offset %d",
+                     gone, snapshot_dir, log_end_offset)
+        return self.load_latest_snapshot(snapshot_dir, now_ms)
+
+    @staticmethod
+    def delete_snapshots_after(snapshot_dir: str | os.PathLike, offset: int) -> list[int]:
+        """Delete snapshots whose offset is above `offset`; returns the offsets deleted."""
+        deleted = []
+        for snap_offset, path in list_snapshots(snapshot_dir):
+            if snap_offset > offset:
+                path.unlink(missing_ok=True)
+                deleted.append(snap_offset)
+        return deleted
 
     @staticmethod
     def delete_snapshots_before(snapshot_dir: str | os.PathLike, offset: int) -> list[int]:

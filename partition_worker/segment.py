@@ -174,7 +174,20 @@ class LogSegment:
         self.index.load()
         self.index.sanity_check(self.size)
         self.time_index.load()
-        # The tail after the last offset index entry tells the next offset and the latest timestamps.
+        end, next_offset = self._read_tail()
+        if end != self.size:
+            raise CorruptIndexError(f"{self.log_path} has {self.size - end} bytes after its last whole batch")
+        if len(self.index) and next_offset <= self.index.last_offset:
+            raise CorruptIndexError(f"index of {self.log_path} names offsets beyond the log")
+        self.next_offset = next_offset
+        self.time_index.sanity_check(self.next_offset)
+        self.flushed_size = self.size
+        self.flushed_index_bytes = self._index_bytes()
+
+    def _read_tail(self) -> tuple[int, int]:
+        """The latest timestamps and the index bookkeeping from the last index entries and the
+        batches after the last offset index entry (Kafka reads the same tail); returns where
+        those whole batches end and the offset after them. Leaves `next_offset` to the caller."""
         self.max_timestamp, self.offset_of_max_timestamp = self.time_index.last_entry
         if not len(self.time_index):
             self.offset_of_max_timestamp = -1
@@ -186,15 +199,8 @@ class LogSegment:
             end = h.position + h.size
             if h.max_timestamp > self.max_timestamp:
                 self.max_timestamp, self.offset_of_max_timestamp = h.max_timestamp, h.last_offset
-        if end != self.size:
-            raise CorruptIndexError(f"{self.log_path} has {self.size - end} bytes after its last whole batch")
-        if len(self.index) and next_offset <= self.index.last_offset:
-            raise CorruptIndexError(f"index of {self.log_path} names offsets beyond the log")
-        self.next_offset = next_offset
-        self.time_index.sanity_check(self.next_offset)
         self._bytes_since_last_index_entry = self.size - start
-        self.flushed_size = self.size
-        self.flushed_index_bytes = self._index_bytes()
+        return end, next_offset
 
     # -- scanning --------------------------------------------------------------------
     def iter_headers(self, start: int = 0, end: int | None = None) -> Iterator[BatchHeader]:
@@ -421,21 +427,31 @@ class LogSegment:
 
     # -- truncation, durability, lifecycle --------------------------------------------
     def truncate_to(self, offset: int) -> int:
-        """Drop batches at or after `offset` (which must be a batch boundary or past the end).
+        """Drop every batch whose last offset is at or after `offset`; returns the bytes removed
+        (0 when no batch reaches `offset`).
 
-        Returns the bytes removed. Used by follower truncation; batches are never split.
+        As Kafka's `LogSegment.truncateTo`, batches are never split: the one holding `offset`
+        goes whole, so `next_offset` becomes its base offset, which may be below `offset`. The
+        segment becomes the active one (its `.log` opens for writing and both indexes are
+        preallocated again, Kafka's resize to maxIndexSize); index entries of removed batches
+        go, and the next offset, max timestamp and index bookkeeping are re-read from the tail
+        after the last index entry, as `open` does, not by a scan of the whole segment. Does
+        not fsync: `flush()` after it does.
         """
         h = self.batch_at(offset)
         if h is None:
             return 0
-        position = h.position if h.base_offset >= offset else h.position + h.size
-        removed = self.size - position
-        with self._file() as fd:
-            os.ftruncate(fd, position)
-        self.index.truncate_to(offset)
-        self.time_index.truncate_to(offset)
-        # Rebuild the in-memory bookkeeping from the log (cheap relative to a truncation).
-        self.recover()
+        removed = self.size - h.position
+        os.ftruncate(self._writer(), h.position)
+        self.size = h.position
+        # Entries are keyed by the last offset of a batch (offset index) or of the batch holding
+        # the max timestamp (time index): every entry of a removed batch is at or above its base.
+        self.index.truncate_to(h.base_offset)
+        self.time_index.truncate_to(h.base_offset)
+        _, self.next_offset = self._read_tail()
+        self.flushed_size = min(self.flushed_size, self.size)
+        self.flushed_index_bytes = tuple(min(flushed, now) for flushed, now in
+                                         zip(self.flushed_index_bytes, self._index_bytes()))
         return removed
 
     def flush(self) -> None:

@@ -97,7 +97,7 @@ def test_leader_epoch_cache_follows_kafkas_assign_rules(tmp_path):
     assert (tmp_path / LEADER_EPOCH_CHECKPOINT).read_text() == "0\n3\n0 0\n2 100\n3 150\n"
     assert cache.end_offset_for(1, 200) == (0, 100)  # epoch 1 never led: answered by epoch 0
     assert cache.end_offset_for(2, 200) == (2, 150)
-    assert cache.end_offset_for(9, 200) == (3, 200)
+    assert cache.end_offset_for(9, 200) == (-1, -1)  # above the latest epoch: undefined, as Kafka
     assert cache.assign(3, 120)                      # same epoch, earlier start replaces it
     assert cache.entries == (EpochEntry(0, 0), EpochEntry(2, 100), EpochEntry(3, 120))
     assert cache.assign(1, 110)                      # a lower epoch drops everything at or above it
