@@ -35,7 +35,8 @@ from typing import Any, Awaitable, Callable
 from rafka.common.errors import ErrorCode
 from rafka.common.frames import FramedProtocol
 from rafka.partition_worker import data_channel as dc
-from rafka.partition_worker.messages import DeleteRecordsResult, FetchResult, OffsetLookup, ProduceResult, Region
+from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup,
+                                             ProduceResult, Region)
 from rafka.partition_worker.segment import iter_headers
 
 log = logging.getLogger(__name__)
@@ -170,6 +171,15 @@ class ReplicaChannel:
                                                               max_wait_ms)], dc.decode_fetch_result)
         except (ConnectionError, OSError):
             return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+    async def follower_append(self, records: Any, leader_high_watermark: int,
+                              leader_log_start_offset: int) -> FollowerAppendResult:
+        """Hand a local follower replica the batches its leader answered a fetch with."""
+        try:
+            return await self._submit(dc.encode_follower_append(records, leader_high_watermark,
+                                                                leader_log_start_offset), dc.decode_follower_result)
+        except (ConnectionError, OSError):
+            return FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     async def _read_result(self, future: asyncio.Future) -> FetchResult:
         try:

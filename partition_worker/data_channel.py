@@ -19,11 +19,12 @@ import tempfile
 from pathlib import Path
 
 from rafka.common.errors import ErrorCode
-from rafka.partition_worker.messages import FetchResult, ProduceResult, Region
+from rafka.partition_worker.messages import FetchResult, FollowerAppendResult, ProduceResult, Region
 
 OP_APPEND = 1
 OP_READ = 2
 OP_REPLICA_READ = 3   # a follower's fetch, served by the leader up to its log end
+OP_FOLLOWER_APPEND = 4  # batches fetched from the leader, appended by a follower as they are
 
 FRAME_HEAD = struct.Struct(">II")            # length (of what follows), request id
 _APPEND_HEAD = struct.Struct(">BbII")        # op, acks, timeout ms (acks=all), number of record sets
@@ -34,6 +35,8 @@ _REPLICA_READ = struct.Struct(">BiiqiI")     # op, follower broker, its leader e
 _PRODUCE_RESULT = struct.Struct(">hqqqH")    # error, base offset, append time, log start, message length
 _RECORD_ERRORS = struct.Struct(">H")         # count of record errors, after the message
 _RECORD_ERROR = struct.Struct(">iH")         # batch index, message length
+_FOLLOWER_APPEND = struct.Struct(">Bqq")    # op, leader's high watermark, leader's log start offset
+_FOLLOWER_RESULT = struct.Struct(">hqq")    # error, log end offset, high watermark
 _FETCH_HEAD = struct.Struct(">hqqqqqH")      # error, high watermark, last stable, log start, next offset,
 #                                              committed end, regions
 _REGION = struct.Struct(">HqIQ")             # path length, position, length, inode
@@ -158,6 +161,27 @@ def decode_replica_read(body: memoryview) -> tuple[int, int, int, int, int]:
     """(follower, leader epoch, fetch offset, max bytes, max wait ms)."""
     _, follower, epoch, offset, max_bytes, max_wait_ms = _REPLICA_READ.unpack_from(body, 0)
     return follower, epoch, offset, max_bytes, max_wait_ms
+
+
+def encode_follower_append(records: bytes | memoryview, leader_high_watermark: int,
+                           leader_log_start_offset: int) -> list:
+    """Parts of a FOLLOWER_APPEND: the leader's batches and the watermarks its fetch answer gave."""
+    return [_FOLLOWER_APPEND.pack(OP_FOLLOWER_APPEND, leader_high_watermark, leader_log_start_offset), records]
+
+
+def decode_follower_append(body: memoryview) -> tuple[int, int, memoryview]:
+    """(leader high watermark, leader log start offset, records)."""
+    _, hw, log_start = _FOLLOWER_APPEND.unpack_from(body, 0)
+    return hw, log_start, body[_FOLLOWER_APPEND.size:]
+
+
+def encode_follower_result(result: FollowerAppendResult) -> bytes:
+    return _FOLLOWER_RESULT.pack(result.error, result.log_end_offset, result.high_watermark)
+
+
+def decode_follower_result(body: memoryview) -> FollowerAppendResult:
+    error, log_end, hw = _FOLLOWER_RESULT.unpack_from(body, 0)
+    return FollowerAppendResult(ErrorCode(error), log_end, hw)
 
 
 def encode_fetch_result(result: FetchResult) -> bytes:

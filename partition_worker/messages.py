@@ -63,6 +63,15 @@ class DeleteRecordsResult:
 
 
 @dataclass(frozen=True)
+class FollowerAppendResult:
+    """A follower's append of batches fetched from its leader: its log end and high watermark after."""
+
+    error: ErrorCode
+    log_end_offset: int = -1
+    high_watermark: int = -1
+
+
+@dataclass(frozen=True)
 class AlterIsr:
     """A leader's request to change its partition's ISR (Kafka's AlterPartition, KIP-497):
     valid only under the leader epoch and partition state version it was decided at."""

@@ -36,7 +36,7 @@ from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
 from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.messages import (
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, HIGH_WATERMARK_OFFSET, LATEST_TIMESTAMP, MAX_TIMESTAMP,
-    DeleteRecordsResult, FetchResult, OffsetLookup, ProduceResult, Region, ReplicaStatus,
+    DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup, ProduceResult, Region, ReplicaStatus,
 )
 from rafka.partition_worker.replica_state import LeaderAndIsr, ReplicaState
 
@@ -279,6 +279,10 @@ class PartitionReplica:
                             else (lambda f=follower, e=epoch, o=offset, m=max_bytes: self.replica_read(f, e, o, m))
                         asyncio.ensure_future(self._answer_parked_read(protocol, request_id, read_again,
                                                                        max_wait_ms, result))
+                elif view[0] == dc.OP_FOLLOWER_APPEND:
+                    hw, log_start, records = dc.decode_follower_append(view)
+                    answer = dc.encode_follower_result(self.append_as_follower(records, hw, log_start))
+                    protocol.transport.write(dc.frame(request_id, answer))
                 else:
                     raise ValueError(f"unknown data-plane op {view[0]}")
             except Exception:  # noqa: BLE001 - a bad frame closes this connection only
@@ -473,6 +477,63 @@ class PartitionReplica:
         if self._log.delete_segments_below_log_start(hw):
             self._schedule_file_deletion()
         return DeleteRecordsResult(ErrorCode.NONE, self._log.log_start_offset)
+
+    # -- a follower -----------------------------------------------------------------
+    def append_as_follower(self, records: memoryview | bytes, leader_high_watermark: int,
+                           leader_log_start_offset: int) -> FollowerAppendResult:
+        """Append batches fetched from the leader exactly as they are (offsets, epochs and
+        timestamps the leader's), note where each leader epoch starts, take the leader's
+        high watermark (bounded by this log's end) and log start offset. Refused on a leader,
+        or when the batches do not continue this log (the fetcher truncates or restarts)."""
+        if self._state.is_leader or self._state.leader < 0:
+            return FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        try:
+            if len(records):
+                info = self._log.append_as_follower(records)
+                for entry in info.epoch_starts:
+                    self._leader_epochs.assign(entry.epoch, entry.start_offset)
+        except KafkaError as e:
+            self._logger.warning("refused batches from leader %d: %s", self._state.leader, e)
+            return FollowerAppendResult(e.code, self._log.log_end_offset, self._state.high_watermark)
+        except OSError:
+            self._logger.exception("could not append batches from leader %d", self._state.leader)
+            return FollowerAppendResult(ErrorCode.KAFKA_STORAGE_ERROR, self._log.log_end_offset,
+                                        self._state.high_watermark)
+        end = self._log.log_end_offset
+        hw = self._state.follower_high_watermark(leader_high_watermark, end)
+        if leader_log_start_offset > self._log.log_start_offset:
+            self._log.maybe_increment_log_start_offset(min(leader_log_start_offset, hw), hw, "LeaderOffsetIncremented")
+        return FollowerAppendResult(ErrorCode.NONE, end, hw)
+
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch at or after `offset` (a follower's divergent tail, found with
+        OffsetForLeaderEpoch) and the leader epochs starting there; returns the log end."""
+        if self._log.truncate_to(offset):
+            self._logger.info("truncated the log to offset %d (log end now %d)", offset, self._log.log_end_offset)
+        self._leader_epochs.truncate_from_end(self._log.log_end_offset)
+        self._state.high_watermark = min(self._state.high_watermark, self._log.log_end_offset)
+        return self._log.log_end_offset
+
+    def truncate_fully_and_start_at(self, offset: int) -> int:
+        """Start the log afresh at `offset` (the leader's log starts past this one's end)."""
+        self._log.truncate_fully_and_start_at(offset)
+        self._leader_epochs.truncate_from_end(0)
+        self._state.high_watermark = min(self._state.high_watermark, offset)
+        self._logger.info("started the log afresh at offset %d", offset)
+        return self._log.log_end_offset
+
+    def offset_for_leader_epoch(self, leader_epoch: int) -> tuple[ErrorCode, int, int]:
+        """OffsetForLeaderEpoch on the leader: (error, epoch, end offset) of the largest epoch
+        at or below `leader_epoch`, where a follower's log stops agreeing with this one."""
+        if not self._state.is_leader:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1
+        epoch, end = self._leader_epochs.end_offset_for(leader_epoch, self._log.log_end_offset)
+        return ErrorCode.NONE, epoch, end
+
+    def latest_leader_epoch(self) -> int:
+        """The epoch of this log's last batch's leader (-1: none), for OffsetForLeaderEpoch."""
+        latest = self._leader_epochs.latest_epoch
+        return -1 if latest is None else latest
 
     # -- internals -----------------------------------------------------------------
     def _high_watermark(self) -> int:
