@@ -30,6 +30,7 @@ import struct
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from rafka.common.varint import VarintError, read_unsigned_varint, write_unsigned_varint
 from rafka.coordinator.group.group_messages import (
     NO_EXPIRE_TIMESTAMP,
     NO_LEADER_EPOCH,
@@ -168,17 +169,10 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
 
-def _write_uvarint(value: int, out: bytearray) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
 def _write_length(n: int, flexible: bool, out: bytearray, size: struct.Struct) -> None:
     """A length (-1 = null): compact (n + 1 as an unsigned varint) or fixed width."""
     if flexible:
-        _write_uvarint(n + 1, out)
+        write_unsigned_varint(n + 1, out)
     else:
         out += size.pack(n)
 
@@ -210,7 +204,7 @@ def _encode_struct(fields: Sequence[_Field], values: Mapping[str, object], versi
             for item in items:
                 _encode_struct(f.fields, item, version, flexible, out, f"{where}.{f.name}")
     if flexible:
-        _write_uvarint(0, out)  # no tagged fields
+        write_unsigned_varint(0, out)  # no tagged fields
 
 
 def _encode(schema: _Schema, version: int, values: Mapping[str, object]) -> bytes:
@@ -240,15 +234,11 @@ class _Reader:
         return s.unpack(self.take(s.size))[0]
 
     def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            b = self.take(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise OffsetsRecordError(f"{self.where} has an unsigned varint longer than 5 bytes")
+        try:
+            value, self.pos = read_unsigned_varint(self.buf, self.pos)
+        except VarintError as e:
+            raise OffsetsRecordError(f"{self.where} is truncated or malformed at byte {self.pos}: {e}") from None
+        return value
 
     def length(self, flexible: bool, size: struct.Struct) -> int:
         return self.uvarint() - 1 if flexible else self.fixed(size)

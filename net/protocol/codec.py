@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from rafka.common.errors import InvalidRequestError, UnsupportedVersionError
+from rafka.common.varint import read_unsigned_varint, unsigned_varint_bytes
 from rafka.net.protocol.apis import APIS
 from rafka.net.protocol.schema import (
     ARRAY, BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
@@ -57,44 +58,14 @@ _I32 = struct.Struct(">i")
 _HDR = struct.Struct(">hhi")
 
 
-# ---------------------------------------------------------------- varints
-
-def _read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
-    """Unsigned varint at `pos` -> (value, next pos); at most 5 bytes (a uint32), as Kafka."""
-    b = buf[pos]
-    pos += 1
-    if b < 0x80:
-        return b, pos
-    result = b & 0x7F
-    shift = 7
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise ProtocolError("unsigned varint longer than 5 bytes")
-
-
-def _uvarint_bytes(n: int) -> bytes:
-    if n < 0:
-        raise ValueError("negative unsigned varint")
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
+# ---------------------------------------------------------------- helpers
 
 def _skip_tagged(buf: Any, pos: int, end: int) -> int:
     """Skip a tagged-field section; returns the position after it."""
-    n, pos = _read_uvarint(buf, pos)
+    n, pos = read_unsigned_varint(buf, pos)
     for _ in range(n):
-        _tag, pos = _read_uvarint(buf, pos)
-        size, pos = _read_uvarint(buf, pos)
+        _tag, pos = read_unsigned_varint(buf, pos)
+        size, pos = read_unsigned_varint(buf, pos)
         pos += size
         if pos > end:
             raise ProtocolError("tagged field past the end of the frame")
@@ -120,7 +91,7 @@ class _Gen:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.ns: dict[str, Any] = {
-            "_PE": ProtocolError, "_ruv": _read_uvarint, "_uvb": _uvarint_bytes,
+            "_PE": ProtocolError, "_ruv": read_unsigned_varint, "_uvb": unsigned_varint_bytes,
             "_UUID": uuid.UUID, "_uuidb": _uuid_bytes, "_skip_tagged": _skip_tagged,
             "_i16u": _I16.unpack_from, "_i32u": _I32.unpack_from,
             "_i16p": _I16.pack, "_i32p": _I32.pack, "_unpack_from": struct.unpack_from,
