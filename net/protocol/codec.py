@@ -16,6 +16,11 @@ Dict shape (decode output and encode input), one version-neutral shape per messa
 - tagged fields are ordinary keys; unknown tags are skipped on decode, and on encode a tagged
   field is written only when its value differs from its default (as Kafka does).
 
+The same engine reads and writes stored records described by a `DataSchema` (Kafka's
+"data" messages, such as the keys and values of `__consumer_offsets`): `encode_data` and
+`decode_data`, whose writer is strict (`EncodeError`) where the request and response writers
+are lenient.
+
 Frames here are Kafka frames WITHOUT their 4-byte size prefix unless a function says so.
 Malformed input raises `ProtocolError` (never IndexError/struct.error/UnicodeDecodeError);
 every length is checked against the bytes remaining before anything is allocated.
@@ -35,13 +40,13 @@ from rafka.common.varint import read_unsigned_varint, unsigned_varint_bytes
 from rafka.net.protocol.apis import APIS
 from rafka.net.protocol.schema import (
     ARRAY, BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
-    UUID, Api, Field, ZERO_UUID,
+    UUID, Api, DataSchema, Field, ZERO_UUID,
 )
 
 __all__ = [
     "ProtocolError", "RequestHeader", "decode_request_header", "decode_request",
     "encode_response", "frame_response", "encode_request", "decode_response",
-    "read_frame_size", "is_supported",
+    "read_frame_size", "is_supported", "EncodeError", "encode_data", "decode_data",
 ]
 
 API_VERSIONS_KEY = 18
@@ -49,6 +54,11 @@ API_VERSIONS_KEY = 18
 
 class ProtocolError(InvalidRequestError):
     """A frame that does not parse: truncated, bad length, bad varint, bad UTF-8."""
+
+
+class EncodeError(ValueError):
+    """A value a strict writer (`encode_data`) refuses: null in a field that is not nullable
+    in that version, or a string longer than an int16 length allows."""
 
 
 _FIXED = {BOOL: "?", INT8: "b", INT16: "h", INT32: "i", INT64: "q", UINT16: "H", FLOAT64: "d"}
@@ -88,10 +98,11 @@ def _uuid_bytes(v: Any) -> bytes:
 class _Gen:
     """Accumulates the source of one compiled reader or writer."""
 
-    def __init__(self) -> None:
+    def __init__(self, strict: bool = False) -> None:
+        self.strict = strict  # writers: refuse what the table does not allow (EncodeError)
         self.lines: list[str] = []
         self.ns: dict[str, Any] = {
-            "_PE": ProtocolError, "_ruv": read_unsigned_varint, "_uvb": unsigned_varint_bytes,
+            "_PE": ProtocolError, "_EE": EncodeError, "_ruv": read_unsigned_varint, "_uvb": unsigned_varint_bytes,
             "_UUID": uuid.UUID, "_uuidb": _uuid_bytes, "_skip_tagged": _skip_tagged,
             "_i16u": _I16.unpack_from, "_i32u": _I32.unpack_from,
             "_i16p": _I16.pack, "_i32p": _I32.pack, "_unpack_from": struct.unpack_from,
@@ -160,7 +171,7 @@ def _emit_null_check(g: _Gen, ind: int, n: str, target: str, nullable: bool, wha
         g.emit(ind + 1, f"if {n} != -1: raise _PE('negative {what} length')")
         g.emit(ind + 1, f"{target} = None")
     else:
-        g.emit(ind + 1, f"raise _PE('null or negative length for non-nullable {what}')")
+        g.emit(ind + 1, f"raise _PE('null or negative length for a {what} that is not nullable')")
 
 
 def _emit_read_value(g: _Gen, ind: int, f: Field, t: str, version: int, flexible: bool,
@@ -194,7 +205,8 @@ def _emit_read_value(g: _Gen, ind: int, f: Field, t: str, version: int, flexible
         n = g.tmp("n")
         _emit_len(g, ind, n, flexible, wide=True)
         _emit_null_check(g, ind, n, target, nullable, "array")
-        g.emit(ind, f"elif {n} > end - pos: raise _PE('array length past the end of the frame')")
+        g.emit(ind, f"elif {n} > end - pos: raise _PE('array length past the end of the frame: %d elements in "
+                    f"%d bytes' % ({n}, end - pos))")
         g.emit(ind, "else:")
         if f.item is not None and f.item in _FIXED:
             size = struct.calcsize(">" + _FIXED[f.item])
@@ -304,6 +316,8 @@ def _emit_write_value(g: _Gen, ind: int, f: Field, t: str, version: int, flexibl
                       v: str, in_tag: bool) -> None:
     """Write the value in variable `v` with wire type `t` (f's type or its array item type)."""
     nullable = f.is_nullable(version)
+    if g.strict and not nullable and t in (STRING, BYTES, ARRAY):
+        g.emit(ind, f"if {v} is None: raise _EE('{f.name} is not nullable in version {version}')")
     if t in _FIXED:
         g.emit(ind, f"out += {g.const(struct.Struct('>' + _FIXED[t]).pack)}({v})")
     elif t == UUID:
@@ -313,6 +327,8 @@ def _emit_write_value(g: _Gen, ind: int, f: Field, t: str, version: int, flexibl
         g.emit(ind, "else:")
         b = g.tmp("b")
         g.emit(ind + 1, f"{b} = {v}.encode('utf-8') if {v}.__class__ is str else bytes({v})")
+        if g.strict:
+            g.emit(ind + 1, f"if len({b}) > 0x7FFF: raise _EE('{f.name} is longer than 32767 bytes')")
         _emit_len_w(g, ind + 1, f"len({b})", flexible, wide=False)
         g.emit(ind + 1, f"out += {b}")
     elif t == BYTES:
@@ -430,8 +446,9 @@ def _emit_write_struct(g: _Gen, ind: int, fields: tuple[Field, ...], version: in
     g.emit(ind + 2, f"out += {tb}")
 
 
-def _compile_writer(fields: tuple[Field, ...], version: int, flexible: bool, label: str) -> Callable:
-    g = _Gen()
+def _compile_writer(fields: tuple[Field, ...], version: int, flexible: bool, label: str,
+                    strict: bool = False) -> Callable:
+    g = _Gen(strict)
     g.emit(0, "def write(d, out, parts):")
     _emit_write_struct(g, 1, fields, version, flexible, "d", False)
     g.emit(1, "return out")
@@ -661,3 +678,48 @@ def read_frame_size(buf: bytes | bytearray | memoryview, offset: int = 0) -> int
     if n < 0:
         raise ProtocolError("negative frame size")
     return n
+
+
+# ---------------------------------------------------------------- stored records
+
+_DATA_CODE: dict[tuple[DataSchema, int, bool], Callable] = {}
+
+
+def _data_code(schema: DataSchema, version: int, write: bool) -> Callable:
+    """The compiled (strict) writer or the reader of one schema version, compiled on first use."""
+    k = (schema, version, write)
+    fn = _DATA_CODE.get(k)
+    if fn is None:
+        if not schema.supports(version):
+            raise ValueError(f"{schema.name} has no version {version}")
+        args = (schema.fields, version, schema.is_flexible(version), f"{schema.name}-v{version}")
+        fn = _DATA_CODE[k] = _compile_writer(*args, strict=True) if write else _compile_reader(*args)
+    return fn
+
+
+def encode_data(schema: DataSchema, version: int, values: dict, out: bytearray) -> bytearray:
+    """Append the body of a `DataSchema` record (no version prefix) to `out`; returns `out`.
+
+    Strict, unlike the request and response writers: None in a field that is not nullable
+    in `version`, or a string over 32767 bytes, raises EncodeError, since a stored record is
+    read back by every broker's loader. ValueError for a version outside the schema's.
+    """
+    return _data_code(schema, version, True)(values, out, None)
+
+
+def decode_data(schema: DataSchema, version: int, buf: bytes | bytearray | memoryview,
+                pos: int = 0) -> tuple[dict, int]:
+    """Read the body of a `DataSchema` record of `version` at `pos` -> (values, next position).
+
+    Bytes after the last field are left to the caller (Kafka's readers ignore them).
+    ProtocolError for anything malformed; ValueError for a version outside the schema's.
+    """
+    read = _data_code(schema, version, False)
+    if not isinstance(buf, memoryview):
+        buf = memoryview(buf)
+    try:
+        return read(buf, pos)
+    except ProtocolError:
+        raise
+    except _DECODE_ERRORS as e:
+        raise ProtocolError(f"malformed {schema.name} v{version}: {e}") from None

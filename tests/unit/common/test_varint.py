@@ -51,21 +51,18 @@ def test_varlong_bytes_are_kafkas(value, hex_):
     assert read_varlong(memoryview(data), 0) == (value, len(data))
 
 
+@pytest.mark.parametrize("write,read,size,lo,hi", [
+    (write_varint, read_varint, size_of_varint, INT32_MIN, INT32_MAX),
+    (write_varlong, read_varlong, size_of_varlong, INT64_MIN, INT64_MAX),
+    (write_unsigned_varint, read_unsigned_varint, size_of_unsigned_varint, 0, 0xFFFFFFFF),
+], ids=["varint", "varlong", "unsigned"])
 @settings(max_examples=300, deadline=None)
-@given(st.integers(min_value=INT64_MIN, max_value=INT64_MAX))
-def test_varlong_round_trip(value):
+@given(data=st.data())
+def test_round_trip(write, read, size, lo, hi, data):
+    value = data.draw(st.integers(min_value=lo, max_value=hi))
     out = bytearray()
-    write_varlong(value, out)
-    assert len(out) == size_of_varlong(value)
-    assert read_varlong(bytes(out), 0) == (value, len(out))
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.integers(min_value=INT32_MIN, max_value=INT32_MAX))
-def test_varint_round_trip(value):
-    out = bytearray()
-    write_varint(value, out)
-    assert read_varint(bytes(out), 0) == (value, len(out)) == (value, size_of_varint(value))
+    write(value, out)
+    assert read(bytes(out), 0) == (value, len(out)) == (value, size(value))
 
 
 @pytest.mark.parametrize("read,data,message", [
