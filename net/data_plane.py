@@ -36,7 +36,7 @@ from rafka.common.errors import ErrorCode
 from rafka.common.frames import FramedProtocol
 from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.messages import DeleteRecordsResult, FetchResult, OffsetLookup, ProduceResult, Region
-from rafka.partition_worker.segment import iter_headers
+from rafka.partition_worker.segment_reader import iter_headers
 
 log = logging.getLogger(__name__)
 
