@@ -37,7 +37,7 @@ from typing import Any, Callable
 
 from rafka.common.errors import InvalidRequestError, UnsupportedVersionError
 from rafka.common.varint import read_unsigned_varint, unsigned_varint_bytes
-from rafka.net.protocol.apis import APIS
+from rafka.net.protocol.apis import API_VERSIONS, APIS
 from rafka.net.protocol.schema import (
     ARRAY, BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
     UUID, Api, DataSchema, Field, ZERO_UUID,
@@ -49,7 +49,7 @@ __all__ = [
     "read_frame_size", "is_supported", "EncodeError", "encode_data", "decode_data",
 ]
 
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = API_VERSIONS.key
 
 
 class ProtocolError(InvalidRequestError):
