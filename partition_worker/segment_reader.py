@@ -46,6 +46,6 @@ def region_file_cache(capacity: int = REGION_FILE_CACHE_CAPACITY, *,
 
 
 __all__ = [
-    "BatchHeader", "REGION_FILE_CACHE_CAPACITY", "REGION_FILES_SWEEP_INTERVAL_S", "iter_headers", "next_offset_after", "open_region_file",
-    "read_region", "region_file_cache", "region_key",
+    "BatchHeader", "REGION_FILE_CACHE_CAPACITY", "REGION_FILES_SWEEP_INTERVAL_S", "iter_headers",
+    "next_offset_after", "open_region_file", "read_region", "region_file_cache", "region_key",
 ]

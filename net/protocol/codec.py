@@ -457,8 +457,8 @@ def _compile_writer(fields: tuple[Field, ...], version: int, flexible: bool, lab
 
 # ---------------------------------------------------------------- compiled cache
 
-_READERS: dict[tuple[int, int, bool], Callable] = {}
-_WRITERS: dict[tuple[int, int, bool], Callable] = {}
+# (api key or DataSchema, version, request?, write?) -> compiled function
+_CODE: dict[tuple[int | DataSchema, int, bool, bool], Callable] = {}
 
 
 def _api(api_key: int, api_version: int) -> Api:
@@ -471,27 +471,23 @@ def _api(api_key: int, api_version: int) -> Api:
     return api
 
 
-def _reader(api_key: int, api_version: int, request: bool) -> Callable:
-    k = (api_key, api_version, request)
-    fn = _READERS.get(k)
+def _compiled(owner: int | DataSchema, version: int, request: bool, write: bool) -> Callable:
+    """The reader or writer of an API message (`owner` its key) or of a stored record
+    (`owner` its DataSchema; writers strict), compiled on first use."""
+    k = (owner, version, request, write)
+    fn = _CODE.get(k)
     if fn is None:
-        api = _api(api_key, api_version)
-        fn = _compile_reader(api.request if request else api.response, api_version,
-                             api.is_flexible(api_version),
-                             f"{api.name}-v{api_version}-{'request' if request else 'response'}")
-        _READERS[k] = fn
-    return fn
-
-
-def _writer(api_key: int, api_version: int, request: bool) -> Callable:
-    k = (api_key, api_version, request)
-    fn = _WRITERS.get(k)
-    if fn is None:
-        api = _api(api_key, api_version)
-        fn = _compile_writer(api.request if request else api.response, api_version,
-                             api.is_flexible(api_version),
-                             f"{api.name}-v{api_version}-{'request' if request else 'response'}")
-        _WRITERS[k] = fn
+        if isinstance(owner, DataSchema):
+            if not owner.supports(version):
+                raise ValueError(f"{owner.name} has no version {version}")
+            fields, flexible, label = owner.fields, owner.is_flexible(version), f"{owner.name}-v{version}"
+        else:
+            api = _api(owner, version)
+            fields, flexible = (api.request if request else api.response), api.is_flexible(version)
+            label = f"{api.name}-v{version}-{'request' if request else 'response'}"
+        fn = (_compile_writer(fields, version, flexible, label, strict=isinstance(owner, DataSchema)) if write
+              else _compile_reader(fields, version, flexible, label))
+        _CODE[k] = fn
     return fn
 
 
@@ -501,8 +497,8 @@ def precompile() -> int:
     for api in APIS.values():
         for v in api.version_list:
             for req in (True, False):
-                _reader(api.key, v, req)
-                _writer(api.key, v, req)
+                _compiled(api.key, v, req, False)
+                _compiled(api.key, v, req, True)
                 n += 2
     return n
 
@@ -582,14 +578,20 @@ def decode_request(frame: memoryview | bytes) -> tuple[RequestHeader, dict]:
     if not isinstance(frame, memoryview):
         frame = memoryview(frame)
     header, pos = decode_request_header(frame)
-    read = _reader(header.api_key, header.api_version, True)
+    read = _compiled(header.api_key, header.api_version, True, False)
+    body, _ = _read(read, frame, pos, header.api_key, header.api_version, "request")
+    return header, body
+
+
+def _read(read: Callable, buf: memoryview, pos: int, owner: int | str, version: int,
+          what: str) -> tuple[dict, int]:
+    """`read(buf, pos)`, any decoding failure raised as ProtocolError naming what was read."""
     try:
-        body, _ = read(frame, pos)
+        return read(buf, pos)
     except ProtocolError:
         raise
     except _DECODE_ERRORS as e:
-        raise ProtocolError(f"malformed {header.api_key} v{header.api_version} request: {e}") from None
-    return header, body
+        raise ProtocolError(f"malformed {owner} v{version} {what}: {e}") from None
 
 
 def _response_header_tagged(api_key: int, api_version: int) -> bool:
@@ -606,7 +608,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: d
     from `len(obj)`; the front-end sends such parts with os.sendfile. Missing body fields
     take the table's defaults. Raises UnsupportedVersionError outside our tables.
     """
-    write = _writer(api_key, api_version, False)
+    write = _compiled(api_key, api_version, False, True)
     out = bytearray(_I32.pack(correlation_id))
     if _response_header_tagged(api_key, api_version):
         out.append(0)
@@ -628,7 +630,7 @@ def encode_request(api_key: int, api_version: int, correlation_id: int,
                    client_id: str | None, body: dict) -> bytes:
     """Encode a size-prefixed request frame (header v1, or v2 for flexible versions)."""
     api = _api(api_key, api_version)
-    write = _writer(api_key, api_version, True)
+    write = _compiled(api_key, api_version, True, True)
     out = bytearray(b"\x00\x00\x00\x00")
     out += _HDR.pack(api_key, api_version, correlation_id)
     if client_id is None:
@@ -653,7 +655,7 @@ def decode_response(api_key: int, api_version: int, frame: memoryview | bytes) -
     """Decode a response frame (without its size prefix) -> (correlation_id, body dict)."""
     if not isinstance(frame, memoryview):
         frame = memoryview(frame)
-    read = _reader(api_key, api_version, False)
+    read = _compiled(api_key, api_version, False, False)
     try:
         correlation_id, = _I32.unpack_from(frame, 0)
         pos = 4
@@ -682,21 +684,6 @@ def read_frame_size(buf: bytes | bytearray | memoryview, offset: int = 0) -> int
 
 # ---------------------------------------------------------------- stored records
 
-_DATA_CODE: dict[tuple[DataSchema, int, bool], Callable] = {}
-
-
-def _data_code(schema: DataSchema, version: int, write: bool) -> Callable:
-    """The compiled (strict) writer or the reader of one schema version, compiled on first use."""
-    k = (schema, version, write)
-    fn = _DATA_CODE.get(k)
-    if fn is None:
-        if not schema.supports(version):
-            raise ValueError(f"{schema.name} has no version {version}")
-        args = (schema.fields, version, schema.is_flexible(version), f"{schema.name}-v{version}")
-        fn = _DATA_CODE[k] = _compile_writer(*args, strict=True) if write else _compile_reader(*args)
-    return fn
-
-
 def encode_data(schema: DataSchema, version: int, values: dict, out: bytearray) -> bytearray:
     """Append the body of a `DataSchema` record (no version prefix) to `out`; returns `out`.
 
@@ -704,7 +691,7 @@ def encode_data(schema: DataSchema, version: int, values: dict, out: bytearray) 
     in `version`, or a string over 32767 bytes, raises EncodeError, since a stored record is
     read back by every broker's loader. ValueError for a version outside the schema's.
     """
-    return _data_code(schema, version, True)(values, out, None)
+    return _compiled(schema, version, False, True)(values, out, None)
 
 
 def decode_data(schema: DataSchema, version: int, buf: bytes | bytearray | memoryview,
@@ -714,12 +701,7 @@ def decode_data(schema: DataSchema, version: int, buf: bytes | bytearray | memor
     Bytes after the last field are left to the caller (Kafka's readers ignore them).
     ProtocolError for anything malformed; ValueError for a version outside the schema's.
     """
-    read = _data_code(schema, version, False)
+    read = _compiled(schema, version, False, False)
     if not isinstance(buf, memoryview):
         buf = memoryview(buf)
-    try:
-        return read(buf, pos)
-    except ProtocolError:
-        raise
-    except _DECODE_ERRORS as e:
-        raise ProtocolError(f"malformed {schema.name} v{version}: {e}") from None
+    return _read(read, buf, pos, schema.name, version, "record")

@@ -108,8 +108,9 @@ def test_properties_reader_handles_separators_and_comments():
     ("a\\=b=c\n", {"a=b": "c"}),
     ("host\\:port : 9092\n", {"host:port": "9092"}),
     ("my\\ key = v\n", {"my key": "v"}),
-    ("listeners=PLAINTEXT://a:9092,\\\n    PLAINTEXT://b:9093\n", {"listeners": "PLAINTEXT://a:9092,PLAINTEXT://b:9093"}),
-    ("path=c:\\\\\nnext=2\n", {"path": "c:\\", "next": "2"}),                # an even run of backslashes ends the line
+    ("listeners=PLAINTEXT://a:9092,\\\n    PLAINTEXT://b:9093\n",
+     {"listeners": "PLAINTEXT://a:9092,PLAINTEXT://b:9093"}),
+    ("path=c:\\\\\nnext=2\n", {"path": "c:\\", "next": "2"}),   # an even run of backslashes ends the line
     ("! a comment\n  ! indented too\n# and this\na=1\n", {"a": "1"}),
     ("# a comment ending in a backslash \\\na=1\n", {"a": "1"}),             # comments do not continue
     ("tab=a\\tb\nempty\n", {"tab": "a\tb", "empty": ""}),

@@ -17,8 +17,8 @@ SNAPSHOT = ClusterMetadata(
             0: PartitionInfo(0, 1, 3, (1, 2), (1,), offline_replicas=(2,)),
             1: PartitionInfo(1, -1, 0, (2,), ()),
         }),
-        "__consumer_offsets": TopicInfo("__consumer_offsets", uuid.UUID(int=5), {0: PartitionInfo(0, 2, 1, (2,), (2,))},
-                                        internal=True),
+        "__consumer_offsets": TopicInfo("__consumer_offsets", uuid.UUID(int=5),
+                                        {0: PartitionInfo(0, 2, 1, (2,), (2,))}, internal=True),
     })
 
 
