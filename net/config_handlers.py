@@ -14,8 +14,11 @@ from typing import Any, Protocol
 from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.topic_configs import ConfigEntry, apply_incremental
 from rafka.net.group_handlers import RequestContext
+from rafka.net.protocol import apis
 
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
+# API keys, from the registry of the protocol tables.
+DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = (
+    apis.DESCRIBE_CONFIGS.key, apis.ALTER_CONFIGS.key, apis.INCREMENTAL_ALTER_CONFIGS.key)
 CONFIG_APIS = (DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS)
 TOPIC, BROKER = 2, 4
 

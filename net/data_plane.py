@@ -37,7 +37,7 @@ from rafka.common.frames import FramedProtocol
 from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup,
                                              ProduceResult, Region)
-from rafka.partition_worker.segment import iter_headers
+from rafka.partition_worker.segment_reader import iter_headers
 
 log = logging.getLogger(__name__)
 

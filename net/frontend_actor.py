@@ -18,8 +18,7 @@ from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC, GroupCoordi
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.coordinator.transaction.producer_ids import ProducerIdManager, ProducerIdSource
 from rafka.net.data_plane import ReplicaChannel
-from rafka.partition_worker.record_batch import next_offset_after
-from rafka.partition_worker.segment_files import read_region
+from rafka.partition_worker.segment_reader import next_offset_after, read_region
 from rafka.net.handlers import RequestDispatcher
 from rafka.common.metadata import ClusterMetadata
 from rafka.net.server import DEFAULT_MAX_REQUEST_BYTES, KafkaServer

@@ -19,11 +19,16 @@ from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC, GroupCoordi
 from rafka.coordinator.group.group_messages import (
     CommittedOffset, HeartbeatRequest, JoinRequest, LeaveRequest, SyncRequest,
 )
+from rafka.net.protocol import apis
 
 log = logging.getLogger(__name__)
 
-FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP = 10, 11, 14, 12, 13
-OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 8, 9, 16, 15, 42, 47
+# API keys, from the registry of the protocol tables.
+FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP = (
+    apis.FIND_COORDINATOR.key, apis.JOIN_GROUP.key, apis.SYNC_GROUP.key, apis.HEARTBEAT.key, apis.LEAVE_GROUP.key)
+OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, OFFSET_DELETE = (
+    apis.OFFSET_COMMIT.key, apis.OFFSET_FETCH.key, apis.LIST_GROUPS.key, apis.DESCRIBE_GROUPS.key,
+    apis.DELETE_GROUPS.key, apis.OFFSET_DELETE.key)
 GROUP_APIS = (FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH,
               LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, OFFSET_DELETE)
 COORDINATOR_TYPE_GROUP = 0

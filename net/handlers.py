@@ -18,15 +18,18 @@ from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.common.metadata import ClusterMetadata
 from rafka.net.config_handlers import CONFIG_APIS, ConfigApis
 from rafka.net.group_handlers import GROUP_APIS, UNKNOWN_AUTHORIZED_OPERATIONS, GroupApis, RequestContext
-from rafka.net.protocol import codec
+from rafka.net.protocol import apis, codec
 from rafka.net.protocol.apis import APIS
 from rafka.net.server import CloseConnection
 from rafka.partition_worker.messages import FetchResult
 
 log = logging.getLogger(__name__)
 
-API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS = 18, 3, 0, 1, 2
-CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, INIT_PRODUCER_ID = 19, 20, 21, 22
+# API keys, from the registry of the protocol tables.
+API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS = (
+    apis.API_VERSIONS.key, apis.METADATA.key, apis.PRODUCE.key, apis.FETCH.key, apis.LIST_OFFSETS.key)
+CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, INIT_PRODUCER_ID = (
+    apis.CREATE_TOPICS.key, apis.DELETE_TOPICS.key, apis.DELETE_RECORDS.key, apis.INIT_PRODUCER_ID.key)
 NULL_UUID = uuid.UUID(int=0)
 
 

@@ -10,7 +10,7 @@ pauses (backpressure instead of unbounded memory).
 Frames are read by `FramedProtocol` straight into a buffer of their own size. Response
 parts are `bytes` or objects with `regions` (file regions of record batches), which are
 sent with `os.sendfile` by the event loop. Every region's file is found (by path and inode,
-see `partition_worker/segment_files.py`) before the response's size is written: a segment
+see `partition_worker/segment_reader.py`) before the response's size is written: a segment
 deleted for good in between closes that connection cleanly instead of sending a partial or
 wrong frame, and the client reconnects and fetches again.
 """
@@ -21,14 +21,13 @@ import logging
 import os
 import socket
 import struct
-import time
-from collections import Counter, OrderedDict, deque
-from typing import Any, Iterable, Protocol
+from collections import deque
+from typing import Any, Protocol
 
 from rafka.common.errors import KafkaError
 from rafka.common.frames import FrameError, FramedProtocol
 from rafka.common.logging_util import Prefixed
-from rafka.partition_worker.segment_files import open_region_file
+from rafka.partition_worker.segment_reader import region_file_cache, region_key
 
 log = logging.getLogger(__name__)
 
@@ -48,98 +47,6 @@ class RequestHandler(Protocol):
 
         Raising `CloseConnection` (or any protocol error) closes the connection.
         """
-
-
-class FileCache:
-    """A bounded cache of open segment files for sendfile, keyed by (path, inode).
-
-    An open file keeps reading its own bytes after its segment is renamed `.deleted`, removed
-    or replaced under the same name, so a cached entry is always right; a new one is opened by
-    path and inode (`open_region_file`). Files a response is being sent from are pinned
-    (`acquire`/`release`): eviction closes them only once released. Least recently used goes
-    first; every `SWEEP_INTERVAL_S` unpinned files that were unlinked are closed, so deleted
-    segments do not hold disk space for long.
-    """
-
-    SWEEP_INTERVAL_S = 30.0
-
-    def __init__(self, capacity: int = 256) -> None:
-        self._capacity = capacity
-        self._files: OrderedDict[tuple[str, int], Any] = OrderedDict()
-        self._pins: Counter = Counter()
-        self._retired: set = set()  # evicted while pinned: closed on release
-        self._next_sweep = time.monotonic() + self.SWEEP_INTERVAL_S
-
-    def get(self, path: str, inode: int = 0) -> Any | None:
-        """The open file `path` named when it had `inode` (0: whatever is there); None when it is gone."""
-        key = (path, inode)
-        f = self._files.get(key)
-        if f is not None:
-            self._files.move_to_end(key)
-            return f
-        f = open_region_file(path, inode)
-        if f is None:
-            return None
-        self._files[key] = f
-        while len(self._files) > self._capacity:
-            _, old = self._files.popitem(last=False)
-            self._retire(old)
-        return f
-
-    def acquire(self, regions: Iterable[Any]) -> list[Any] | None:
-        """The file of each region (objects with path and inode), pinned until `release`;
-        None, with nothing pinned, when any of them no longer exists."""
-        if time.monotonic() >= self._next_sweep:
-            self.sweep()
-        files = []
-        for region in regions:
-            f = self.get(region.path, getattr(region, "inode", 0))
-            if f is None:
-                self.release(files)
-                return None
-            self._pins[f] += 1
-            files.append(f)
-        return files
-
-    def release(self, files: Iterable[Any]) -> None:
-        """Unpin files from `acquire`; one evicted meanwhile is closed with its last pin."""
-        for f in files:
-            self._pins[f] -= 1
-            if self._pins[f] <= 0:
-                del self._pins[f]
-                if f in self._retired:
-                    self._retired.discard(f)
-                    f.close()
-
-    def sweep(self) -> int:
-        """Close cached files that were unlinked (their segment was deleted); returns how many."""
-        self._next_sweep = time.monotonic() + self.SWEEP_INTERVAL_S
-        gone = [key for key, f in self._files.items() if _unlinked(f)]
-        for key in gone:
-            self._retire(self._files.pop(key))
-        return len(gone)
-
-    def _retire(self, f: Any) -> None:
-        if self._pins[f] > 0:
-            self._retired.add(f)
-        else:
-            self._pins.pop(f, None)
-            f.close()
-
-    def __len__(self) -> int:
-        return len(self._files)
-
-    def close(self) -> None:
-        for f in self._files.values():
-            f.close()
-        self._files.clear()
-
-
-def _unlinked(f: Any) -> bool:
-    try:
-        return os.fstat(f.fileno()).st_nlink == 0
-    except (OSError, ValueError):
-        return True
 
 
 class _Connection:
@@ -229,7 +136,7 @@ class _Connection:
         # Find every file before the first byte goes out: a frame is sent whole or not at all.
         regions = [r for part in parts for r in getattr(part, "regions", None) or ()]
         cache = self._server.files
-        files = cache.acquire(regions) if regions else []
+        files = cache.acquire([region_key(r) for r in regions]) if regions else []
         if files is None:
             raise CloseConnection("a segment file of the fetch response was deleted before it could be sent")
         try:
@@ -276,7 +183,7 @@ class KafkaServer:
         self._host, self._port = host, port
         self.max_request_bytes = max_request_bytes
         self._server: asyncio.base_events.Server | None = None
-        self.files = FileCache()
+        self.files = region_file_cache()
         self.log = Prefixed(log, f"[Frontend broker={broker_id}]")
         self._connections: set[_Connection] = set()
 
@@ -303,4 +210,4 @@ class KafkaServer:
         for connection in list(self._connections):
             if connection.protocol.transport is not None:
                 connection.protocol.transport.close()
-        self.files.close()
+        self.files.close_all()

@@ -38,6 +38,7 @@ import crc32c as _crc32c
 from rafka.common.errors import (
     CorruptRecordError, InvalidRecordError, MessageTooLargeError, UnsupportedCompressionTypeError,
 )
+from rafka.common.varint import VarintError, read_varint, read_varlong, write_varint, write_varlong
 
 MAGIC_V2 = 2
 LOG_OVERHEAD = 12                 # baseOffset + batchLength
@@ -274,44 +275,6 @@ def assign_offsets(buf: bytearray | memoryview, base_offset: int, leader_epoch: 
     return next_offset
 
 
-# -- varints (zigzag, as protobuf and Kafka's ByteUtils) -------------------------------
-
-def encode_varint(value: int, out: bytearray) -> None:
-    """Append the zigzag varint of a signed 64-bit value (varint and varlong share it)."""
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-
-
-def decode_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
-    """Read a zigzag varint at `pos`; return (value, next position). CorruptRecordError if cut or > 10 bytes."""
-    result = shift = 0
-    try:
-        while True:
-            b = buf[pos]
-            pos += 1
-            result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                break
-            shift += 7
-            if shift > 63:
-                raise CorruptRecordError("varint is longer than 10 bytes")
-    except IndexError:
-        raise CorruptRecordError("varint runs past the end of the buffer") from None
-    return (result >> 1) ^ -(result & 1), pos
-
-
-def size_of_varint(value: int) -> int:
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
-
-
 # -- codecs ----------------------------------------------------------------------------
 
 def compress(codec: int, data: bytes) -> bytes:
@@ -402,16 +365,16 @@ def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0, *,
     p, end = 0, len(body)
     try:
         for _ in range(h.records_count):
-            length, p = decode_varint(body, p)
+            length, p = read_varint(body, p)
             record_end = p + length
             if length < 0 or record_end > end:
                 raise CorruptRecordError("record length runs past the end of the batch")
             p += 1  # record attributes, unused
-            ts_delta, p = decode_varint(body, p)
-            offset_delta, p = decode_varint(body, p)
+            ts_delta, p = read_varlong(body, p)
+            offset_delta, p = read_varint(body, p)
             key, p = _read_bytes(body, p)
             value, p = _read_bytes(body, p)
-            header_count, p = decode_varint(body, p)
+            header_count, p = read_varint(body, p)
             if header_count < 0:
                 raise CorruptRecordError(f"invalid negative header count {header_count}")
             headers = []
@@ -425,7 +388,7 @@ def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0, *,
                 raise CorruptRecordError("record length does not match its fields")
             timestamp = h.max_timestamp if log_append_time else h.base_timestamp + ts_delta
             records.append(Record(h.base_offset + offset_delta, timestamp, key, value, tuple(headers)))
-    except (IndexError, UnicodeDecodeError) as e:
+    except (IndexError, UnicodeDecodeError, VarintError) as e:
         raise CorruptRecordError(f"records do not parse: {e}") from e
     if p != end:
         raise CorruptRecordError(f"{end - p} bytes left after {h.records_count} records")
@@ -433,7 +396,7 @@ def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0, *,
 
 
 def _read_bytes(body: bytes | memoryview, p: int) -> tuple[bytes | None, int]:
-    n, p = decode_varint(body, p)
+    n, p = read_varint(body, p)
     if n < 0:
         return None, p
     if p + n > len(body):
@@ -443,9 +406,9 @@ def _read_bytes(body: bytes | memoryview, p: int) -> tuple[bytes | None, int]:
 
 def _write_bytes(out: bytearray, data: bytes | None) -> None:
     if data is None:
-        encode_varint(-1, out)
+        write_varint(-1, out)
     else:
-        encode_varint(len(data), out)
+        write_varint(len(data), out)
         out += data
 
 
@@ -453,16 +416,16 @@ def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, va
                   headers: Iterable[tuple[str, bytes | None]], out: bytearray) -> None:
     """Append one record (varint length first) to `out`."""
     body = bytearray(b"\x00")  # attributes, unused
-    encode_varint(timestamp_delta, body)
-    encode_varint(offset_delta, body)
+    write_varlong(timestamp_delta, body)
+    write_varint(offset_delta, body)
     _write_bytes(body, key)
     _write_bytes(body, value)
     headers = list(headers)
-    encode_varint(len(headers), body)
+    write_varint(len(headers), body)
     for hkey, hvalue in headers:
         _write_bytes(body, hkey.encode("utf-8"))
         _write_bytes(body, hvalue)
-    encode_varint(len(body), out)
+    write_varint(len(body), out)
     out += body
 
 

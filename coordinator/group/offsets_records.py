@@ -2,7 +2,8 @@
 
 Every key and value starts with an int16 version (Kafka's `GroupCoordinatorRecordSerde`,
 `MessageUtil.toVersionPrefixedBytes`); the rest follows the JSON schemas of Kafka's
-group-coordinator module, transcribed below as field tables read by one small codec:
+group-coordinator module, transcribed below as `net/protocol/schema.py` tables that the
+protocol codec reads and writes (`codec.encode_data`/`decode_data`):
 
 - key v0/v1, `OffsetCommitKey`: group, topic, partition (the two versions are the same bytes
   after the prefix; Kafka 3.9 writes v1). Key v2, `GroupMetadataKey`: group. Other key
@@ -37,6 +38,8 @@ from rafka.coordinator.group.group_messages import (
     GroupSnapshot,
     MemberSnapshot,
 )
+from rafka.net.protocol import codec
+from rafka.net.protocol.schema import ARRAY, BYTES, INT32, INT64, STRING, DataSchema, Field
 from rafka.partition_worker.record_batch import (
     Record,
     decode_records,
@@ -91,217 +94,81 @@ class GroupKey:
     group: str
 
 
-# -- the schemas, as tables ---------------------------------------------------------------
+# -- the schemas, as tables of the protocol codec ------------------------------------------
 
-INT32, INT64, STRING, BYTES, STRUCTS = "int32", "int64", "string", "bytes", "[]struct"
-_ANY = (0, 0x7FFF)
-
-
-@dataclass(frozen=True)
-class _Field:
-    name: str
-    type: str
-    versions: tuple[int, int] = _ANY    # inclusive; fields outside it are skipped/defaulted
-    nullable: bool = False              # in every version that has the field (true of ours)
-    default: object = None
-    fields: tuple[_Field, ...] = ()   # for STRUCTS
-
-    def present(self, version: int) -> bool:
-        return self.versions[0] <= version <= self.versions[1]
+def _range(versions: range) -> tuple[int, int]:
+    return versions[0], versions[-1]
 
 
-@dataclass(frozen=True)
-class _Schema:
-    name: str
-    versions: range
-    flexible_from: int
-    fields: tuple[_Field, ...]
-
-
-def _from(version: int) -> tuple[int, int]:
-    return (version, _ANY[1])
-
-
-_OFFSET_COMMIT_KEY = _Schema("OffsetCommitKey", range(2), 0x7FFF, (
-    _Field("group", STRING),
-    _Field("topic", STRING),
-    _Field("partition", INT32),
+# OffsetCommitKey.json (versions 0-1).
+_OFFSET_COMMIT_KEY = DataSchema("OffsetCommitKey", (0, 1), None, (
+    Field("group", STRING),
+    Field("topic", STRING),
+    Field("partition", INT32),
 ))
 
-_GROUP_METADATA_KEY = _Schema("GroupMetadataKey", range(2, 3), 0x7FFF, (
-    _Field("group", STRING),
+# GroupMetadataKey.json (version 2).
+_GROUP_METADATA_KEY = DataSchema("GroupMetadataKey", (2, 2), None, (
+    Field("group", STRING),
 ))
 
 # OffsetCommitValue.json: v4 is the first flexible version (KIP-915).
-_OFFSET_COMMIT_VALUE = _Schema("OffsetCommitValue", OFFSET_COMMIT_VALUE_VERSIONS, 4, (
-    _Field("offset", INT64),
-    _Field("leader_epoch", INT32, _from(3), default=NO_LEADER_EPOCH),
-    _Field("metadata", STRING),
-    _Field("commit_timestamp", INT64),
-    _Field("expire_timestamp", INT64, (1, 1), default=NO_EXPIRE_TIMESTAMP),  # v1 only
+_OFFSET_COMMIT_VALUE = DataSchema("OffsetCommitValue", _range(OFFSET_COMMIT_VALUE_VERSIONS), 4, (
+    Field("offset", INT64),
+    Field("leader_epoch", INT32, versions="3+", default=NO_LEADER_EPOCH),
+    Field("metadata", STRING),
+    Field("commit_timestamp", INT64),
+    Field("expire_timestamp", INT64, versions="1", default=NO_EXPIRE_TIMESTAMP),  # v1 only
 ))
 
 # GroupMetadataValue.json: v4 is the first flexible version (KIP-915).
-_GROUP_METADATA_VALUE = _Schema("GroupMetadataValue", GROUP_METADATA_VALUE_VERSIONS, 4, (
-    _Field("protocol_type", STRING),
-    _Field("generation", INT32),
-    _Field("protocol", STRING, nullable=True),
-    _Field("leader", STRING, nullable=True),
-    _Field("current_state_timestamp", INT64, _from(2), default=NO_CURRENT_STATE_TIMESTAMP),
-    _Field("members", STRUCTS, fields=(
-        _Field("member_id", STRING),
-        _Field("group_instance_id", STRING, _from(3), nullable=True),
-        _Field("client_id", STRING),
-        _Field("client_host", STRING),
-        _Field("rebalance_timeout", INT32, _from(1), default=-1),  # v0 readers use the session timeout
-        _Field("session_timeout", INT32),
-        _Field("subscription", BYTES),
-        _Field("assignment", BYTES),
+_GROUP_METADATA_VALUE = DataSchema("GroupMetadataValue", _range(GROUP_METADATA_VALUE_VERSIONS), 4, (
+    Field("protocol_type", STRING),
+    Field("generation", INT32),
+    Field("protocol", STRING, nullable="0+"),
+    Field("leader", STRING, nullable="0+"),
+    Field("current_state_timestamp", INT64, versions="2+", default=NO_CURRENT_STATE_TIMESTAMP),
+    Field("members", ARRAY, struct_name="MemberMetadata", fields=(
+        Field("member_id", STRING),
+        Field("group_instance_id", STRING, versions="3+", nullable="3+", default=None),
+        Field("client_id", STRING),
+        Field("client_host", STRING),
+        Field("rebalance_timeout", INT32, versions="1+", default=-1),  # v0 readers use the session timeout
+        Field("session_timeout", INT32),
+        Field("subscription", BYTES),
+        Field("assignment", BYTES),
     )),
 ))
 
-
-# -- the codec ----------------------------------------------------------------------------
-
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
+_VERSION = struct.Struct(">h")
 
 
-def _write_uvarint(value: int, out: bytearray) -> None:
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _write_length(n: int, flexible: bool, out: bytearray, size: struct.Struct) -> None:
-    """A length (-1 = null): compact (n + 1 as an unsigned varint) or fixed width."""
-    if flexible:
-        _write_uvarint(n + 1, out)
-    else:
-        out += size.pack(n)
-
-
-def _encode_struct(fields: Sequence[_Field], values: Mapping[str, object], version: int,
-                   flexible: bool, out: bytearray, where: str) -> None:
-    for f in fields:
-        if not f.present(version):
-            continue  # all fields that come and go are "ignorable" in Kafka's schemas
-        v = values[f.name]
-        if f.type == INT32:
-            out += _I32.pack(v)
-        elif f.type == INT64:
-            out += _I64.pack(v)
-        elif f.type in (STRING, BYTES):
-            if v is None:
-                if not f.nullable:
-                    raise OffsetsRecordError(f"{where}.{f.name} is not nullable in version {version}")
-                _write_length(-1, flexible, out, _I16 if f.type == STRING else _I32)
-            else:
-                data = v.encode("utf-8") if f.type == STRING else bytes(v)
-                if f.type == STRING and len(data) > 0x7FFF:
-                    raise OffsetsRecordError(f"{where}.{f.name} is longer than 32767 bytes")
-                _write_length(len(data), flexible, out, _I16 if f.type == STRING else _I32)
-                out += data
-        elif f.type == STRUCTS:
-            items = list(v)
-            _write_length(len(items), flexible, out, _I32)
-            for item in items:
-                _encode_struct(f.fields, item, version, flexible, out, f"{where}.{f.name}")
-    if flexible:
-        _write_uvarint(0, out)  # no tagged fields
-
-
-def _encode(schema: _Schema, version: int, values: Mapping[str, object]) -> bytes:
-    if version not in schema.versions:
+def _encode(schema: DataSchema, version: int, values: Mapping[str, object]) -> bytes:
+    """The int16 version, then the record written by the protocol codec (strictly)."""
+    if not schema.supports(version):
         raise UnknownRecordVersionError(schema.name, version)
-    out = bytearray(_I16.pack(version))
-    _encode_struct(schema.fields, values, version, version >= schema.flexible_from, out, schema.name)
-    return bytes(out)
+    try:
+        return bytes(codec.encode_data(schema, version, values, bytearray(_VERSION.pack(version))))
+    except codec.EncodeError as e:
+        raise OffsetsRecordError(f"{schema.name}: {e}") from None
 
 
-class _Reader:
-    """Reads one value; every overrun raises OffsetsRecordError naming the schema."""
-
-    def __init__(self, buf: bytes | bytearray | memoryview, where: str) -> None:
-        self.buf = memoryview(buf)
-        self.pos = 0
-        self.where = where
-
-    def take(self, n: int) -> memoryview:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise OffsetsRecordError(f"{self.where} is truncated at byte {self.pos} of {len(self.buf)}")
-        chunk = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return chunk
-
-    def fixed(self, s: struct.Struct) -> int:
-        return s.unpack(self.take(s.size))[0]
-
-    def uvarint(self) -> int:
-        value = shift = 0
-        while True:
-            b = self.take(1)[0]
-            value |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise OffsetsRecordError(f"{self.where} has an unsigned varint longer than 5 bytes")
-
-    def length(self, flexible: bool, size: struct.Struct) -> int:
-        return self.uvarint() - 1 if flexible else self.fixed(size)
-
-    def skip_tagged_fields(self) -> None:
-        for _ in range(self.uvarint()):
-            self.uvarint()               # tag
-            self.take(self.uvarint())   # size, data
+def _version(buf: bytes | bytearray | memoryview, kind: str) -> int:
+    if len(buf) < 2:
+        raise OffsetsRecordError(f"{kind} is truncated: {len(buf)} bytes, no version")
+    return _VERSION.unpack_from(buf)[0]
 
 
-def _decode_struct(r: _Reader, fields: Sequence[_Field], version: int, flexible: bool) -> dict:
-    values: dict[str, object] = {}
-    for f in fields:
-        if not f.present(version):
-            values[f.name] = f.default
-        elif f.type == INT32:
-            values[f.name] = r.fixed(_I32)
-        elif f.type == INT64:
-            values[f.name] = r.fixed(_I64)
-        elif f.type in (STRING, BYTES):
-            n = r.length(flexible, _I16 if f.type == STRING else _I32)
-            if n < -1:
-                raise OffsetsRecordError(f"{r.where}.{f.name} has a negative length {n}")
-            if n == -1:
-                if not f.nullable:
-                    raise OffsetsRecordError(f"{r.where}.{f.name} is null but not nullable")
-                values[f.name] = None
-            elif f.type == STRING:
-                try:
-                    values[f.name] = str(r.take(n), "utf-8")
-                except UnicodeDecodeError as e:
-                    raise OffsetsRecordError(f"{r.where}.{f.name} is not UTF-8: {e}") from e
-            else:
-                values[f.name] = bytes(r.take(n))
-        elif f.type == STRUCTS:
-            n = r.length(flexible, _I32)
-            if n < 0:
-                raise OffsetsRecordError(f"{r.where}.{f.name} is a null or negative-length array")
-            if n > len(r.buf) - r.pos:   # each element takes at least one byte
-                raise OffsetsRecordError(f"{r.where}.{f.name} claims {n} elements in "
-                                         f"{len(r.buf) - r.pos} bytes")
-            values[f.name] = [_decode_struct(r, f.fields, version, flexible) for _ in range(n)]
-    if flexible:
-        r.skip_tagged_fields()
-    return values
-
-
-def _decode(schema: _Schema, buf: bytes | bytearray | memoryview, kind: str) -> tuple[int, dict]:
-    r = _Reader(buf, schema.name)
-    version = r.fixed(_I16)
-    if version not in schema.versions:
+def _decode(schema: DataSchema, buf: bytes | bytearray | memoryview, kind: str) -> tuple[int, dict]:
+    """(version, values) of a version-prefixed record; bytes after the last field are ignored."""
+    version = _version(buf, kind)
+    if not schema.supports(version):
         raise UnknownRecordVersionError(kind, version)
-    return version, _decode_struct(r, schema.fields, version, version >= schema.flexible_from)
+    try:
+        values, _ = codec.decode_data(schema, version, buf, 2)
+    except codec.ProtocolError as e:
+        raise OffsetsRecordError(f"{kind} v{version} is truncated or malformed: {e}") from None
+    return version, values
 
 
 # -- keys -----------------------------------------------------------------------------------
@@ -323,11 +190,11 @@ def decode_key(key: bytes | bytearray | memoryview) -> OffsetKey | GroupKey:
     Raises UnknownRecordVersionError for any other version (callers that load a partition
     skip those records, as Kafka does) and OffsetsRecordError when the key is truncated.
     """
-    version = _Reader(key, "key").fixed(_I16)
-    if version in _OFFSET_COMMIT_KEY.versions:
+    version = _version(key, "key")
+    if _OFFSET_COMMIT_KEY.supports(version):
         _, v = _decode(_OFFSET_COMMIT_KEY, key, "key")
         return OffsetKey(v["group"], v["topic"], v["partition"])
-    if version in _GROUP_METADATA_KEY.versions:
+    if _GROUP_METADATA_KEY.supports(version):
         _, v = _decode(_GROUP_METADATA_KEY, key, "key")
         return GroupKey(v["group"])
     raise UnknownRecordVersionError("key", version)

@@ -16,6 +16,11 @@ Dict shape (decode output and encode input), one version-neutral shape per messa
 - tagged fields are ordinary keys; unknown tags are skipped on decode, and on encode a tagged
   field is written only when its value differs from its default (as Kafka does).
 
+The same engine reads and writes stored records described by a `DataSchema` (Kafka's
+"data" messages, such as the keys and values of `__consumer_offsets`): `encode_data` and
+`decode_data`, whose writer is strict (`EncodeError`) where the request and response writers
+are lenient.
+
 Frames here are Kafka frames WITHOUT their 4-byte size prefix unless a function says so.
 Malformed input raises `ProtocolError` (never IndexError/struct.error/UnicodeDecodeError);
 every length is checked against the bytes remaining before anything is allocated.
@@ -31,23 +36,29 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from rafka.common.errors import InvalidRequestError, UnsupportedVersionError
-from rafka.net.protocol.apis import APIS
+from rafka.common.varint import read_unsigned_varint, unsigned_varint_bytes
+from rafka.net.protocol.apis import API_VERSIONS, APIS
 from rafka.net.protocol.schema import (
     ARRAY, BOOL, BYTES, FLOAT64, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16,
-    UUID, Api, Field, ZERO_UUID,
+    UUID, Api, DataSchema, Field, ZERO_UUID,
 )
 
 __all__ = [
     "ProtocolError", "RequestHeader", "decode_request_header", "decode_request",
     "encode_response", "frame_response", "encode_request", "decode_response",
-    "read_frame_size", "is_supported",
+    "read_frame_size", "is_supported", "EncodeError", "encode_data", "decode_data",
 ]
 
-API_VERSIONS_KEY = 18
+API_VERSIONS_KEY = API_VERSIONS.key
 
 
 class ProtocolError(InvalidRequestError):
     """A frame that does not parse: truncated, bad length, bad varint, bad UTF-8."""
+
+
+class EncodeError(ValueError):
+    """A value a strict writer (`encode_data`) refuses: null in a field that is not nullable
+    in that version, or a string longer than an int16 length allows."""
 
 
 _FIXED = {BOOL: "?", INT8: "b", INT16: "h", INT32: "i", INT64: "q", UINT16: "H", FLOAT64: "d"}
@@ -57,44 +68,14 @@ _I32 = struct.Struct(">i")
 _HDR = struct.Struct(">hhi")
 
 
-# ---------------------------------------------------------------- varints
-
-def _read_uvarint(buf: Any, pos: int) -> tuple[int, int]:
-    """Unsigned varint at `pos` -> (value, next pos); at most 5 bytes (a uint32), as Kafka."""
-    b = buf[pos]
-    pos += 1
-    if b < 0x80:
-        return b, pos
-    result = b & 0x7F
-    shift = 7
-    while True:
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 28:
-            raise ProtocolError("unsigned varint longer than 5 bytes")
-
-
-def _uvarint_bytes(n: int) -> bytes:
-    if n < 0:
-        raise ValueError("negative unsigned varint")
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
+# ---------------------------------------------------------------- helpers
 
 def _skip_tagged(buf: Any, pos: int, end: int) -> int:
     """Skip a tagged-field section; returns the position after it."""
-    n, pos = _read_uvarint(buf, pos)
+    n, pos = read_unsigned_varint(buf, pos)
     for _ in range(n):
-        _tag, pos = _read_uvarint(buf, pos)
-        size, pos = _read_uvarint(buf, pos)
+        _tag, pos = read_unsigned_varint(buf, pos)
+        size, pos = read_unsigned_varint(buf, pos)
         pos += size
         if pos > end:
             raise ProtocolError("tagged field past the end of the frame")
@@ -117,10 +98,11 @@ def _uuid_bytes(v: Any) -> bytes:
 class _Gen:
     """Accumulates the source of one compiled reader or writer."""
 
-    def __init__(self) -> None:
+    def __init__(self, strict: bool = False) -> None:
+        self.strict = strict  # writers: refuse what the table does not allow (EncodeError)
         self.lines: list[str] = []
         self.ns: dict[str, Any] = {
-            "_PE": ProtocolError, "_ruv": _read_uvarint, "_uvb": _uvarint_bytes,
+            "_PE": ProtocolError, "_EE": EncodeError, "_ruv": read_unsigned_varint, "_uvb": unsigned_varint_bytes,
             "_UUID": uuid.UUID, "_uuidb": _uuid_bytes, "_skip_tagged": _skip_tagged,
             "_i16u": _I16.unpack_from, "_i32u": _I32.unpack_from,
             "_i16p": _I16.pack, "_i32p": _I32.pack, "_unpack_from": struct.unpack_from,
@@ -189,7 +171,7 @@ def _emit_null_check(g: _Gen, ind: int, n: str, target: str, nullable: bool, wha
         g.emit(ind + 1, f"if {n} != -1: raise _PE('negative {what} length')")
         g.emit(ind + 1, f"{target} = None")
     else:
-        g.emit(ind + 1, f"raise _PE('null or negative length for non-nullable {what}')")
+        g.emit(ind + 1, f"raise _PE('null or negative length for a {what} that is not nullable')")
 
 
 def _emit_read_value(g: _Gen, ind: int, f: Field, t: str, version: int, flexible: bool,
@@ -223,7 +205,8 @@ def _emit_read_value(g: _Gen, ind: int, f: Field, t: str, version: int, flexible
         n = g.tmp("n")
         _emit_len(g, ind, n, flexible, wide=True)
         _emit_null_check(g, ind, n, target, nullable, "array")
-        g.emit(ind, f"elif {n} > end - pos: raise _PE('array length past the end of the frame')")
+        g.emit(ind, f"elif {n} > end - pos: raise _PE('array length past the end of the frame: %d elements in "
+                    f"%d bytes' % ({n}, end - pos))")
         g.emit(ind, "else:")
         if f.item is not None and f.item in _FIXED:
             size = struct.calcsize(">" + _FIXED[f.item])
@@ -333,6 +316,8 @@ def _emit_write_value(g: _Gen, ind: int, f: Field, t: str, version: int, flexibl
                       v: str, in_tag: bool) -> None:
     """Write the value in variable `v` with wire type `t` (f's type or its array item type)."""
     nullable = f.is_nullable(version)
+    if g.strict and not nullable and t in (STRING, BYTES, ARRAY):
+        g.emit(ind, f"if {v} is None: raise _EE('{f.name} is not nullable in version {version}')")
     if t in _FIXED:
         g.emit(ind, f"out += {g.const(struct.Struct('>' + _FIXED[t]).pack)}({v})")
     elif t == UUID:
@@ -342,6 +327,8 @@ def _emit_write_value(g: _Gen, ind: int, f: Field, t: str, version: int, flexibl
         g.emit(ind, "else:")
         b = g.tmp("b")
         g.emit(ind + 1, f"{b} = {v}.encode('utf-8') if {v}.__class__ is str else bytes({v})")
+        if g.strict:
+            g.emit(ind + 1, f"if len({b}) > 0x7FFF: raise _EE('{f.name} is longer than 32767 bytes')")
         _emit_len_w(g, ind + 1, f"len({b})", flexible, wide=False)
         g.emit(ind + 1, f"out += {b}")
     elif t == BYTES:
@@ -459,8 +446,9 @@ def _emit_write_struct(g: _Gen, ind: int, fields: tuple[Field, ...], version: in
     g.emit(ind + 2, f"out += {tb}")
 
 
-def _compile_writer(fields: tuple[Field, ...], version: int, flexible: bool, label: str) -> Callable:
-    g = _Gen()
+def _compile_writer(fields: tuple[Field, ...], version: int, flexible: bool, label: str,
+                    strict: bool = False) -> Callable:
+    g = _Gen(strict)
     g.emit(0, "def write(d, out, parts):")
     _emit_write_struct(g, 1, fields, version, flexible, "d", False)
     g.emit(1, "return out")
@@ -469,8 +457,8 @@ def _compile_writer(fields: tuple[Field, ...], version: int, flexible: bool, lab
 
 # ---------------------------------------------------------------- compiled cache
 
-_READERS: dict[tuple[int, int, bool], Callable] = {}
-_WRITERS: dict[tuple[int, int, bool], Callable] = {}
+# (api key or DataSchema, version, request?, write?) -> compiled function
+_CODE: dict[tuple[int | DataSchema, int, bool, bool], Callable] = {}
 
 
 def _api(api_key: int, api_version: int) -> Api:
@@ -483,27 +471,23 @@ def _api(api_key: int, api_version: int) -> Api:
     return api
 
 
-def _reader(api_key: int, api_version: int, request: bool) -> Callable:
-    k = (api_key, api_version, request)
-    fn = _READERS.get(k)
+def _compiled(owner: int | DataSchema, version: int, request: bool, write: bool) -> Callable:
+    """The reader or writer of an API message (`owner` its key) or of a stored record
+    (`owner` its DataSchema; writers strict), compiled on first use."""
+    k = (owner, version, request, write)
+    fn = _CODE.get(k)
     if fn is None:
-        api = _api(api_key, api_version)
-        fn = _compile_reader(api.request if request else api.response, api_version,
-                             api.is_flexible(api_version),
-                             f"{api.name}-v{api_version}-{'request' if request else 'response'}")
-        _READERS[k] = fn
-    return fn
-
-
-def _writer(api_key: int, api_version: int, request: bool) -> Callable:
-    k = (api_key, api_version, request)
-    fn = _WRITERS.get(k)
-    if fn is None:
-        api = _api(api_key, api_version)
-        fn = _compile_writer(api.request if request else api.response, api_version,
-                             api.is_flexible(api_version),
-                             f"{api.name}-v{api_version}-{'request' if request else 'response'}")
-        _WRITERS[k] = fn
+        if isinstance(owner, DataSchema):
+            if not owner.supports(version):
+                raise ValueError(f"{owner.name} has no version {version}")
+            fields, flexible, label = owner.fields, owner.is_flexible(version), f"{owner.name}-v{version}"
+        else:
+            api = _api(owner, version)
+            fields, flexible = (api.request if request else api.response), api.is_flexible(version)
+            label = f"{api.name}-v{version}-{'request' if request else 'response'}"
+        fn = (_compile_writer(fields, version, flexible, label, strict=isinstance(owner, DataSchema)) if write
+              else _compile_reader(fields, version, flexible, label))
+        _CODE[k] = fn
     return fn
 
 
@@ -513,8 +497,8 @@ def precompile() -> int:
     for api in APIS.values():
         for v in api.version_list:
             for req in (True, False):
-                _reader(api.key, v, req)
-                _writer(api.key, v, req)
+                _compiled(api.key, v, req, False)
+                _compiled(api.key, v, req, True)
                 n += 2
     return n
 
@@ -594,14 +578,20 @@ def decode_request(frame: memoryview | bytes) -> tuple[RequestHeader, dict]:
     if not isinstance(frame, memoryview):
         frame = memoryview(frame)
     header, pos = decode_request_header(frame)
-    read = _reader(header.api_key, header.api_version, True)
+    read = _compiled(header.api_key, header.api_version, True, False)
+    body, _ = _read(read, frame, pos, header.api_key, header.api_version, "request")
+    return header, body
+
+
+def _read(read: Callable, buf: memoryview, pos: int, owner: int | str, version: int,
+          what: str) -> tuple[dict, int]:
+    """`read(buf, pos)`, any decoding failure raised as ProtocolError naming what was read."""
     try:
-        body, _ = read(frame, pos)
+        return read(buf, pos)
     except ProtocolError:
         raise
     except _DECODE_ERRORS as e:
-        raise ProtocolError(f"malformed {header.api_key} v{header.api_version} request: {e}") from None
-    return header, body
+        raise ProtocolError(f"malformed {owner} v{version} {what}: {e}") from None
 
 
 def _response_header_tagged(api_key: int, api_version: int) -> bool:
@@ -618,7 +608,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: d
     from `len(obj)`; the front-end sends such parts with os.sendfile. Missing body fields
     take the table's defaults. Raises UnsupportedVersionError outside our tables.
     """
-    write = _writer(api_key, api_version, False)
+    write = _compiled(api_key, api_version, False, True)
     out = bytearray(_I32.pack(correlation_id))
     if _response_header_tagged(api_key, api_version):
         out.append(0)
@@ -640,7 +630,7 @@ def encode_request(api_key: int, api_version: int, correlation_id: int,
                    client_id: str | None, body: dict) -> bytes:
     """Encode a size-prefixed request frame (header v1, or v2 for flexible versions)."""
     api = _api(api_key, api_version)
-    write = _writer(api_key, api_version, True)
+    write = _compiled(api_key, api_version, True, True)
     out = bytearray(b"\x00\x00\x00\x00")
     out += _HDR.pack(api_key, api_version, correlation_id)
     if client_id is None:
@@ -665,7 +655,7 @@ def decode_response(api_key: int, api_version: int, frame: memoryview | bytes) -
     """Decode a response frame (without its size prefix) -> (correlation_id, body dict)."""
     if not isinstance(frame, memoryview):
         frame = memoryview(frame)
-    read = _reader(api_key, api_version, False)
+    read = _compiled(api_key, api_version, False, False)
     try:
         correlation_id, = _I32.unpack_from(frame, 0)
         pos = 4
@@ -690,3 +680,28 @@ def read_frame_size(buf: bytes | bytearray | memoryview, offset: int = 0) -> int
     if n < 0:
         raise ProtocolError("negative frame size")
     return n
+
+
+# ---------------------------------------------------------------- stored records
+
+def encode_data(schema: DataSchema, version: int, values: dict, out: bytearray) -> bytearray:
+    """Append the body of a `DataSchema` record (no version prefix) to `out`; returns `out`.
+
+    Strict, unlike the request and response writers: None in a field that is not nullable
+    in `version`, or a string over 32767 bytes, raises EncodeError, since a stored record is
+    read back by every broker's loader. ValueError for a version outside the schema's.
+    """
+    return _compiled(schema, version, False, True)(values, out, None)
+
+
+def decode_data(schema: DataSchema, version: int, buf: bytes | bytearray | memoryview,
+                pos: int = 0) -> tuple[dict, int]:
+    """Read the body of a `DataSchema` record of `version` at `pos` -> (values, next position).
+
+    Bytes after the last field are left to the caller (Kafka's readers ignore them).
+    ProtocolError for anything malformed; ValueError for a version outside the schema's.
+    """
+    read = _compiled(schema, version, False, False)
+    if not isinstance(buf, memoryview):
+        buf = memoryview(buf)
+    return _read(read, buf, pos, schema.name, version, "record")

@@ -1,7 +1,8 @@
 """The vocabulary of the protocol tables: `Field`, `Api` and the wire types.
 
 The tables in `net/protocol/apis/` are generated from Kafka's JSON message definitions by
-`tools/gen_protocol.py` and read by the one codec in `net/protocol/codec.py`. A table never
+`tools/gen_protocol.py` and read by the one codec in `net/protocol/codec.py`, which also reads
+and writes the stored records a `DataSchema` describes (`coordinator/group/offsets_records.py`). A table never
 repeats per version: each field carries Kafka's own version-range strings ("3+", "0-12",
 "none"), and the codec derives the wire layout of one (api, version, direction) from them.
 """
@@ -178,6 +179,33 @@ class Api:
     def version_list(self) -> list[int]:
         """Every supported version, for iteration and `pytest.mark.parametrize`."""
         return list(range(self.versions[0], self.versions[1] + 1))
+
+    def supports(self, version: int) -> bool:
+        return self.versions[0] <= version <= self.versions[1]
+
+    def is_flexible(self, version: int) -> bool:
+        return self.flexible_from is not None and version >= self.flexible_from
+
+
+@dataclass(frozen=True, eq=False)
+class DataSchema:
+    """A versioned record that is stored rather than sent: Kafka's `"type": "data"` JSON
+    (the keys and values of `__consumer_offsets`, say). Its fields are `Field`s like an API's,
+    read and written by the same codec (`codec.encode_data`/`decode_data`); Kafka stores
+    such a record after an int16 version (`MessageUtil.toVersionPrefixedBytes`).
+
+    `versions` is the inclusive (min, max) range; `flexible_from` the first flexible version
+    (None: none). Compared by identity: the codec caches its compiled code per schema object.
+    """
+
+    name: str
+    versions: tuple[int, int]
+    flexible_from: int | None
+    fields: tuple[Field, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "versions", tuple(self.versions))
+        object.__setattr__(self, "fields", tuple(self.fields))
 
     def supports(self, version: int) -> bool:
         return self.versions[0] <= version <= self.versions[1]

@@ -12,9 +12,13 @@ from typing import Any
 
 from rafka.common.errors import ErrorCode
 from rafka.net.client import KafkaConnection
+from rafka.net.protocol import apis
 
-FIND_COORDINATOR, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS = 10, 16, 15, 42
-OFFSET_FETCH, OFFSET_COMMIT, LIST_OFFSETS, METADATA = 9, 8, 2, 3
+# API keys, from the registry of the protocol tables.
+FIND_COORDINATOR, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS = (
+    apis.FIND_COORDINATOR.key, apis.LIST_GROUPS.key, apis.DESCRIBE_GROUPS.key, apis.DELETE_GROUPS.key)
+OFFSET_FETCH, OFFSET_COMMIT, LIST_OFFSETS, METADATA = (
+    apis.OFFSET_FETCH.key, apis.OFFSET_COMMIT.key, apis.LIST_OFFSETS.key, apis.METADATA.key)
 EARLIEST, LATEST = -2, -1
 INACTIVE_STATES = ("Empty", "Dead")
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+import javaproperties
+
 from rafka.common.errors import InvalidConfigError
 
 log = logging.getLogger(__name__)
@@ -381,21 +383,14 @@ def _with_coarse_units(props: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read_properties(text: str) -> dict[str, str]:
-    """Parse Java's .properties format: `key=value` or `key: value`, `#`/`!` comments, `\\` continuations."""
-    props: dict[str, str] = {}
-    pending = ""
-    for raw_line in text.splitlines():
-        line = raw_line.strip() if not pending else raw_line.lstrip()
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending += line[:-1]
-            continue
-        line, pending = pending + line, ""
-        sep_at = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if sep_at < 0:
-            key, value = line.split(None, 1) if " " in line else (line, "")
-        else:
-            key, value = line[:sep_at], line[sep_at + 1:]
-        props[key.strip()] = value.strip()
-    return props
+    """Java's `.properties` format, as `java.util.Properties.load` reads it (`javaproperties`):
+    `key=value`, `key: value` or `key value`; `#` and `!` comments; a line ending in an odd
+    number of backslashes goes on on the next; `\\uXXXX` escapes; `\\=`, `\\:` and `\\ ` keep a
+    separator in a key. The last of repeated keys wins. Values are trimmed, as Kafka trims
+    config values before parsing them. InvalidConfigError for a malformed `\\u` escape.
+    """
+    try:
+        props = javaproperties.loads(text)
+    except javaproperties.InvalidUEscapeError as e:
+        raise InvalidConfigError(f"malformed properties: {e}") from e
+    return {key: value.strip() for key, value in props.items()}

@@ -1,5 +1,6 @@
-"""The front end's FileCache and response writing when a fetched segment is deleted or swapped
-(real files, a real loopback socket; no Ray)."""
+"""The front end's cache of segment files (the one `SegmentFileCache`, as `region_file_cache`) and
+response writing when a fetched segment is deleted or swapped (real files, a real loopback
+socket; no Ray)."""
 from __future__ import annotations
 
 import asyncio
@@ -7,8 +8,9 @@ import os
 import struct
 
 from rafka.net.handlers import FileRecords
-from rafka.net.server import FileCache, KafkaServer
+from rafka.net.server import KafkaServer
 from rafka.partition_worker.messages import Region
+from rafka.partition_worker.segment_reader import REGION_FILES_SWEEP_INTERVAL_S, region_file_cache, region_key
 
 
 def segment(path, data: bytes) -> Region:
@@ -16,47 +18,94 @@ def segment(path, data: bytes) -> Region:
     return Region(str(path), 0, len(data), os.stat(path).st_ino)
 
 
-def read(f, region: Region) -> bytes:
-    return os.pread(f.fileno(), region.length, region.position)
+def read(cache, region: Region) -> bytes | None:
+    """The region's bytes through the cache, or None when its file is gone."""
+    files = cache.acquire([region_key(region)])
+    if files is None:
+        return None
+    try:
+        return os.pread(files[0].fileno(), region.length, region.position)
+    finally:
+        cache.release(files)
 
 
 def test_files_are_found_by_identity_through_deletion_and_swap(tmp_path):
     old = segment(tmp_path / "00000000000000000000.log", b"old-bytes")
-    cache = FileCache()
-    assert read(cache.get(old.path, old.inode), old) == b"old-bytes"
+    cache = region_file_cache()
+    assert read(cache, old) == b"old-bytes"
     os.replace(old.path, old.path + ".deleted")              # retention
     new = segment(tmp_path / "00000000000000000000.log", b"NEW-BYTES")  # a compaction swap's new file
     assert new.inode != old.inode
-    assert read(cache.get(old.path, old.inode), old) == b"old-bytes"   # the cached file is still the old one
-    fresh = FileCache()
-    assert read(fresh.get(old.path, old.inode), old) == b"old-bytes"   # found as .deleted
-    assert read(fresh.get(new.path, new.inode), new) == b"NEW-BYTES"
-    assert fresh.get(old.path, new.inode + old.inode + 1) is None      # never another file's bytes
+    assert read(cache, old) == b"old-bytes"   # the cached file is still the old one
+    fresh = region_file_cache()
+    assert read(fresh, old) == b"old-bytes"   # found as .deleted
+    assert read(fresh, new) == b"NEW-BYTES"
+    assert read(fresh, Region(old.path, 0, 9, new.inode + old.inode + 1)) is None  # never another file's bytes
     os.unlink(old.path + ".deleted")
-    assert FileCache().get(old.path, old.inode) is None
+    assert read(region_file_cache(), old) is None
 
 
 def test_acquire_pins_every_file_or_none(tmp_path):
     present = segment(tmp_path / "a.log", b"a" * 10)
     gone = Region(str(tmp_path / "b.log"), 0, 5, 12345)
-    cache = FileCache(capacity=1)
-    assert cache.acquire([present, gone]) is None
-    files = cache.acquire([present])
     other = segment(tmp_path / "c.log", b"c")
-    cache.get(other.path, other.inode)               # evicts the pinned file from the cache...
-    assert len(cache) == 1 and not files[0].closed   # ...but it stays open while pinned
+    cache = region_file_cache(capacity=1)
+    assert cache.acquire([region_key(present), region_key(gone)]) is None
+    files = cache.acquire([region_key(present)])
+    others = cache.acquire([region_key(other)])   # over capacity while both are pinned...
+    assert len(cache) == 2 and not files[0].closed and not others[0].closed
+    cache.release(files)                           # ...the least recently used closes once released
+    assert files[0].closed and len(cache) == 1 and not others[0].closed
+    cache.release(others)
+    assert not others[0].closed and len(cache) == 1
+
+
+def test_a_failed_acquire_leaves_nothing_pinned(tmp_path):
+    present = segment(tmp_path / "a.log", b"a")
+    other = segment(tmp_path / "c.log", b"c")
+    cache = region_file_cache(capacity=1)
+    files = cache.acquire([region_key(present)])
     cache.release(files)
-    assert files[0].closed
+    assert cache.acquire([region_key(present), region_key(Region(str(tmp_path / "b.log"), 0, 1, 1))]) is None
+    cache.release(cache.acquire([region_key(other)]))  # evicts the present file: it is not pinned
+    assert files[0].closed and len(cache) == 1
 
 
 def test_sweep_closes_files_whose_segment_was_removed(tmp_path):
     kept = segment(tmp_path / "kept.log", b"k")
     removed = segment(tmp_path / "removed.log", b"r")
-    cache = FileCache()
-    f_kept, f_removed = cache.get(kept.path, kept.inode), cache.get(removed.path, removed.inode)
+    cache = region_file_cache()
+    f_kept, f_removed = cache.acquire([region_key(kept), region_key(removed)])
+    cache.release([f_kept, f_removed])
     os.unlink(removed.path)
     assert cache.sweep() == 1
     assert f_removed.closed and not f_kept.closed and len(cache) == 1
+
+
+def test_a_swept_file_being_sent_closes_when_released(tmp_path):
+    removed = segment(tmp_path / "removed.log", b"r")
+    cache = region_file_cache()
+    files = cache.acquire([region_key(removed)])
+    os.unlink(removed.path)
+    assert cache.sweep() == 1 and len(cache) == 0 and not files[0].closed
+    cache.release(files)
+    assert files[0].closed
+
+
+def test_acquire_sweeps_by_itself_once_the_interval_has_passed(tmp_path):
+    removed = segment(tmp_path / "removed.log", b"r")
+    kept = segment(tmp_path / "kept.log", b"k")
+    now = [1000.0]
+    cache = region_file_cache(clock=lambda: now[0])
+    files = cache.acquire([region_key(removed)])
+    cache.release(files)
+    os.unlink(removed.path)
+    now[0] += REGION_FILES_SWEEP_INTERVAL_S - 1
+    cache.release(cache.acquire([region_key(kept)]))
+    assert not files[0].closed                     # not yet due
+    now[0] += 1
+    cache.release(cache.acquire([region_key(kept)]))
+    assert files[0].closed and len(cache) == 1
 
 
 class _OneAnswer:

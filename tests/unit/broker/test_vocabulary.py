@@ -100,6 +100,44 @@ def test_properties_reader_handles_separators_and_comments():
     assert read_properties("a=1\n! bang\nb : 2\nc 3\n") == {"a": "1", "b": "2", "c": "3"}
 
 
+# Java's Properties.load, case by case (each expected value as Java 17 reads the text).
+@pytest.mark.parametrize("text,expected", [
+    ("greeting=caf\\u00e9\n", {"greeting": "caf\u00e9"}),
+    ("smile=\\ud83d\\ude00\n", {"smile": "\U0001F600"}),                      # a surrogate pair
+    ("k\\u0065y=v\n", {"key": "v"}),                                             # escapes in keys too
+    ("a\\=b=c\n", {"a=b": "c"}),
+    ("host\\:port : 9092\n", {"host:port": "9092"}),
+    ("my\\ key = v\n", {"my key": "v"}),
+    ("listeners=PLAINTEXT://a:9092,\\\n    PLAINTEXT://b:9093\n",
+     {"listeners": "PLAINTEXT://a:9092,PLAINTEXT://b:9093"}),
+    ("path=c:\\\\\nnext=2\n", {"path": "c:\\", "next": "2"}),   # an even run of backslashes ends the line
+    ("! a comment\n  ! indented too\n# and this\na=1\n", {"a": "1"}),
+    ("# a comment ending in a backslash \\\na=1\n", {"a": "1"}),             # comments do not continue
+    ("tab=a\\tb\nempty\n", {"tab": "a\tb", "empty": ""}),
+    ("a=1\ra=2\r\n", {"a": "2"}),                                               # CR line ends; the last key wins
+], ids=["u-escape", "surrogate-pair", "u-escape-in-key", "escaped-equals-in-key", "escaped-colon-in-key",
+        "escaped-space-in-key", "continuation", "even-backslashes", "bang-and-hash-comments",
+        "comment-no-continuation", "tab-escape-and-key-only", "cr-and-repeated-key"])
+def test_properties_are_read_as_java_reads_them(text, expected):
+    assert read_properties(text) == expected
+
+
+def test_properties_values_are_trimmed_as_kafka_trims_config_values():
+    assert read_properties("num.partitions = 3   \n") == {"num.partitions": "3"}
+
+
+def test_a_malformed_unicode_escape_is_a_config_error():
+    with pytest.raises(InvalidConfigError, match="escape"):
+        read_properties("a=\\u12\n")
+
+
+def test_broker_config_reads_a_properties_file(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("broker.id=7\nlog.dirs=/tmp/a,\\\n  /tmp/b\nlog.segment.bytes : 1048576\n")
+    config = BrokerConfig.from_properties(path)
+    assert (config.broker_id, config.log_dirs, config.log_segment_bytes) == (7, ("/tmp/a", "/tmp/b"), 1048576)
+
+
 def test_log_dir_of_another_broker_or_cluster_is_refused(tmp_path):
     check_meta_properties(tmp_path, 1, "cluster-A")
     check_meta_properties(tmp_path, 1, "cluster-A")  # same identity: fine

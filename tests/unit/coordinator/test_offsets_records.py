@@ -426,3 +426,9 @@ def test_partition_for_is_kafkas_utils_abs_of_hash_code_mod_partitions(group, ex
 def test_partition_for_refuses_no_partitions():
     with pytest.raises(ValueError):
         rec.partition_for("g", 0)
+
+
+@pytest.mark.parametrize("version", [3, 4], ids=["classic", "flexible"])
+def test_metadata_longer_than_an_int16_string_is_refused_when_writing(version):
+    with pytest.raises(OffsetsRecordError, match="metadata is longer than 32767 bytes"):
+        rec.offset_commit_value(CommittedOffset(offset=1, metadata="m" * 32768), version=version)

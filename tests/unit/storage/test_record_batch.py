@@ -10,8 +10,8 @@ from rafka.common.errors import (
     CorruptRecordError, ErrorCode, InvalidRecordError, MessageTooLargeError, UnsupportedCompressionTypeError,
 )
 from rafka.partition_worker.record_batch import (
-    Compression, Record, TimestampType, assign_offsets, decode_records, decode_varint, encode_batch,
-    encode_varint, parse_header, size_of_varint, validate_batches,
+    RECORD_BATCH_OVERHEAD, Compression, Record, TimestampType, assign_offsets, decode_records, encode_batch,
+    parse_header, validate_batches,
 )
 
 CODECS = list(Compression)
@@ -59,18 +59,30 @@ def test_round_trip_property(items, codec, base, first_ts):
     assert header.max_timestamp == max(r.timestamp for r in records)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1))
-def test_varint_round_trip(value):
-    out = bytearray()
-    encode_varint(value, out)
-    assert len(out) == size_of_varint(value)
-    assert decode_varint(bytes(out), 0) == (value, len(out))
+def _with_body(body: bytes, count: int = 1) -> bytearray:
+    """An uncompressed batch of `count` records whose records section is `body`, CRC recomputed."""
+    batch = bytearray(encode_batch([Record(i, 0, None, b"") for i in range(count)]))
+    batch[RECORD_BATCH_OVERHEAD:] = body
+    struct.pack_into(">i", batch, 8, len(batch) - 12)
+    return _recrc(batch)
 
 
-def test_varint_cut_short_is_corrupt():
-    with pytest.raises(CorruptRecordError):
-        decode_varint(b"\xff\xff", 0)
+def test_a_record_cut_inside_a_varint_is_corrupt():
+    with pytest.raises(CorruptRecordError, match="varint runs past the end"):
+        decode_records(_with_body(b"\xff\xff"))
+
+
+def test_a_record_length_longer_than_an_int32_varint_is_corrupt():
+    # Kafka reads the record length as a varint (int32): 5 bytes at most, even for a value
+    # that fits, so a 6-byte encoding of 0 is refused.
+    with pytest.raises(CorruptRecordError, match="varint longer than 5 bytes"):
+        decode_records(_with_body(b"\x80\x80\x80\x80\x80\x00"))
+
+
+def test_a_timestamp_delta_is_a_varlong():
+    ts = 1_700_000_000_000
+    records = [Record(0, ts, None, b"a"), Record(1, ts + (1 << 40), None, b"b")]  # delta needs 6 bytes
+    assert decode_records(encode_batch(records))[1] == records
 
 
 def test_log_append_time_gives_max_timestamp_to_every_record():
