@@ -7,30 +7,16 @@ import asyncio
 import dataclasses
 
 from rafka.common.errors import ErrorCode
-from rafka.net.data_plane import ReplicaChannel
 from rafka.partition_worker.replica_state import LeaderAndIsr
-from tests.unit.broker.test_replica_channel import BATCH_BYTES, CONFIG, batch, short_dir  # noqa: F401 (fixture)
-from rafka.common.types import TopicPartition
-from rafka.partition_worker.replica_actor import PartitionReplica
+from tests.unit.broker.test_replica_channel import BATCH_BYTES, CONFIG, batch, run_with_replica
 
 LEADER, FOLLOWER = 1, 2
 
 
 def run(short_dir, scenario, *, isr=(LEADER, FOLLOWER), min_insync=1) -> None:
     """`scenario(replica, channel)` with broker 1 leading at epoch 3, broker 2 following."""
-    async def main() -> None:
-        config = dataclasses.replace(CONFIG, min_insync_replicas=min_insync)
-        replica = PartitionReplica(LEADER, TopicPartition("t", 0), str(short_dir / "logs"), config,
-                                   str(short_dir / "r.sock"))
-        assert replica.become(LeaderAndIsr(LEADER, 3, isr, (LEADER, FOLLOWER), 1)) is ErrorCode.NONE
-        await replica.ready()
-        channel = ReplicaChannel(None, str(short_dir / "r.sock"))
-        try:
-            await scenario(replica, channel)
-        finally:
-            channel.close()
-            replica.close()
-    asyncio.run(main())
+    run_with_replica(short_dir, scenario, isr=isr, replicas=(LEADER, FOLLOWER),
+                     config=dataclasses.replace(CONFIG, min_insync_replicas=min_insync))
 
 
 async def settled(task: asyncio.Future, within_s: float = 0.2) -> bool:

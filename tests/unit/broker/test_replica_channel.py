@@ -2,10 +2,8 @@
 reads answered at once or parked, and a sequential reader served from committed windows."""
 import asyncio
 import shutil
-import tempfile
 from pathlib import Path
 
-import pytest
 
 from rafka.common.config import LogConfig
 from rafka.common.errors import ErrorCode
@@ -28,20 +26,14 @@ def batch(n: int = 3) -> bytes:
 BATCH_BYTES = len(batch())
 
 
-@pytest.fixture
-def short_dir():
-    """Unix socket paths are limited to 107 bytes: pytest's tmp_path may be longer."""
-    path = Path(tempfile.mkdtemp(prefix="rc-", dir="/tmp"))
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def run_with_replica(short_dir: Path, scenario) -> None:
-    """Run `scenario(replica, channel)` with a leader replica listening on its data socket."""
+def run_with_replica(short_dir: Path, scenario, *, isr: tuple[int, ...] = (1,), replicas: tuple[int, ...] = (1,),
+                     config: LogConfig = CONFIG) -> None:
+    """Run `scenario(replica, channel)` with broker 1's replica leading at epoch 3, listening on
+    its data socket (`isr` and `replicas` name its followers, if any)."""
     async def main() -> None:
-        replica = PartitionReplica(1, TopicPartition("t", 0), str(short_dir / "logs"), CONFIG,
+        replica = PartitionReplica(1, TopicPartition("t", 0), str(short_dir / "logs"), config,
                                    str(short_dir / "r.sock"))
-        assert replica.become(LeaderAndIsr(1, 1, (1,), (1,), 1)) is ErrorCode.NONE
+        assert replica.become(LeaderAndIsr(1, 3, isr, replicas, 1)) is ErrorCode.NONE
         await replica.ready()
         channel = ReplicaChannel(None, str(short_dir / "r.sock"))
         try:

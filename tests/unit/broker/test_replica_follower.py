@@ -13,7 +13,7 @@ from rafka.common.types import TopicPartition
 from rafka.net.data_plane import ReplicaChannel
 from rafka.partition_worker.replica_actor import PartitionReplica
 from rafka.partition_worker.replica_state import LeaderAndIsr
-from tests.unit.broker.test_replica_channel import CONFIG, batch, short_dir  # noqa: F401 (fixture)
+from tests.unit.broker.test_replica_channel import CONFIG, batch
 
 A, B = 1, 2
 TP = TopicPartition("t", 0)
