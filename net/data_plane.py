@@ -229,6 +229,13 @@ class ReplicaChannel:
         return FetchResult(ErrorCode.NONE, window.high_watermark, window.high_watermark, window.log_start_offset,
                            (region,), next_offset, window.end)
 
+    async def offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int) -> tuple[ErrorCode, int, int]:
+        """OffsetForLeaderEpoch (a control call: once per leader change): (error, epoch, end offset)."""
+        try:
+            return await self.actor.offset_for_leader_epoch.remote(current_leader_epoch, leader_epoch)
+        except Exception:  # noqa: BLE001 - the replica process is gone
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1
+
     async def list_offset(self, timestamp: int) -> OffsetLookup:
         return await self._call("list_offset", timestamp, OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 

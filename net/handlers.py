@@ -19,6 +19,8 @@ from rafka.common.metadata import ClusterMetadata
 from rafka.net.config_handlers import CONFIG_APIS, ConfigApis
 from rafka.net.group_handlers import GROUP_APIS, UNKNOWN_AUTHORIZED_OPERATIONS, GroupApis, RequestContext
 from rafka.net.protocol import apis, codec
+from rafka.net.replication_handlers import REPLICATION_APIS, ReplicationApis
+from rafka.net.routing import leader_channel
 from rafka.net.protocol.apis import APIS
 from rafka.net.server import CloseConnection
 from rafka.partition_worker.messages import FetchResult
@@ -75,7 +77,7 @@ def _advertised_ranges() -> dict[int, tuple[int, int]]:
 
 
 IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS,
-               DELETE_RECORDS, INIT_PRODUCER_ID, *GROUP_APIS, *CONFIG_APIS)
+               DELETE_RECORDS, INIT_PRODUCER_ID, *GROUP_APIS, *CONFIG_APIS, *REPLICATION_APIS)
 
 
 class RequestDispatcher:
@@ -96,7 +98,8 @@ class RequestDispatcher:
             INIT_PRODUCER_ID: self._init_producer_id,
         }
         # Group APIs also get who asked (client id, host): members are described with them.
-        self._context_handlers = {**GroupApis(services).handlers(), **ConfigApis(services).handlers()}
+        self._context_handlers = {**GroupApis(services).handlers(), **ConfigApis(services).handlers(),
+                                 **ReplicationApis(services).handlers()}
 
     @property
     def advertised(self) -> dict[int, tuple[int, int]]:
@@ -192,16 +195,7 @@ class RequestDispatcher:
 
     # -- Produce ---------------------------------------------------------------
     def _leader_channel(self, topic: str, partition: int) -> tuple[ErrorCode, Any]:
-        meta = self._services.metadata
-        info = meta.topics.get(topic)
-        if info is None or partition not in info.partitions:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None
-        if info.partitions[partition].leader != self._services.broker_id:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
-        channel = self._services.channel(TopicPartition(topic, partition))
-        if channel is None:
-            return ErrorCode.NOT_LEADER_OR_FOLLOWER, None
-        return ErrorCode.NONE, channel
+        return leader_channel(self._services, topic, partition)
 
     async def _produce(self, version: int, body: dict) -> dict | None:
         acks = body["acks"]
@@ -257,6 +251,10 @@ class RequestDispatcher:
             for p in topic["partitions"]:
                 err, channel = self._leader_channel(name, p["partition"])
                 wanted.append((name, p, err, channel))
+        replica_id = body["replica_state"]["replica_id"] if version >= 15 else body.get("replica_id", -1)
+        if replica_id >= 0:  # a follower's fetch: up to the log end, moving the high watermark
+            return self._fetch_response(version, wanted, await self._replica_read_all(replica_id, wanted, max_wait_ms),
+                                        max_bytes)
         results = await self._read_all(wanted, 0)
         if max_wait_ms > 0 and sum(r.size for r in results if r) < max(min_bytes, 1) and any(
                 channel is not None for *_, channel in wanted):
@@ -264,6 +262,10 @@ class RequestDispatcher:
                      for _, p, err, channel in wanted if channel is not None]
             await asyncio.wait(waits, timeout=max_wait_ms / 1000, return_when=asyncio.FIRST_COMPLETED)
             results = await self._read_all(wanted, 0)
+        return self._fetch_response(version, wanted, results, max_bytes)
+
+    @staticmethod
+    def _fetch_response(version: int, wanted: list, results: list[FetchResult | None], max_bytes: int) -> dict:
         responses: dict[str, list[dict]] = {}
         budget = max_bytes
         for (name, p, err, _), result in zip(wanted, results):
@@ -286,6 +288,17 @@ class RequestDispatcher:
             responses.setdefault(name, []).append(entry)
         return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
                 "responses": [{"topic": t, "partitions": ps} for t, ps in responses.items()]}
+
+    @staticmethod
+    async def _replica_read_all(replica_id: int, wanted: list, max_wait_ms: int) -> list[FetchResult | None]:
+        """A follower's fetch of each partition, one replica read each. The first answer with
+        data ends the wait of the others (they are answered with what they have then)."""
+        calls = [channel.replica_read(replica_id, p.get("current_leader_epoch", -1), p["fetch_offset"],
+                                      p["partition_max_bytes"], max_wait_ms)
+                 if channel is not None else None for _, p, _, channel in wanted]
+        results = await asyncio.gather(*[c for c in calls if c is not None])
+        it = iter(results)
+        return [next(it) if c is not None else None for c in calls]
 
     @staticmethod
     async def _read_all(wanted: list, max_wait_ms: int) -> list[FetchResult | None]:

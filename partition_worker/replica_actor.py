@@ -522,11 +522,15 @@ class PartitionReplica:
         self._logger.info("started the log afresh at offset %d", offset)
         return self._log.log_end_offset
 
-    def offset_for_leader_epoch(self, leader_epoch: int) -> tuple[ErrorCode, int, int]:
+    def offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int) -> tuple[ErrorCode, int, int]:
         """OffsetForLeaderEpoch on the leader: (error, epoch, end offset) of the largest epoch
-        at or below `leader_epoch`, where a follower's log stops agreeing with this one."""
+        at or below `leader_epoch`, where a follower's log stops agreeing with this one. A
+        `current_leader_epoch` other than this leader's (-1: not checked) is fenced (KIP-320)."""
         if not self._state.is_leader:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1
+        if current_leader_epoch >= 0 and current_leader_epoch != self._state.leader_epoch:
+            return (ErrorCode.FENCED_LEADER_EPOCH if current_leader_epoch < self._state.leader_epoch
+                    else ErrorCode.UNKNOWN_LEADER_EPOCH), -1, -1
         epoch, end = self._leader_epochs.end_offset_for(leader_epoch, self._log.log_end_offset)
         return ErrorCode.NONE, epoch, end
 

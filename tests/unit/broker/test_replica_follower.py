@@ -108,7 +108,7 @@ def test_a_divergent_tail_from_an_old_epoch_is_truncated_before_fetching(short_d
         assert (await pair.channels[A].append(batch(), 1)).base_offset == 3
         assert log_bytes(short_dir, B) != log_bytes(short_dir, A)
 
-        code, epoch, end = pair.replicas[A].offset_for_leader_epoch(pair.replicas[B].latest_leader_epoch())
+        code, epoch, end = pair.replicas[A].offset_for_leader_epoch(3, pair.replicas[B].latest_leader_epoch())
         assert (code, epoch, end) == (ErrorCode.NONE, 1, 3)   # epoch 2 is unknown to A: agree up to 3
         assert pair.replicas[B].truncate_to(end) == 3
         while await pair.fetch_once(A, B, 3):
