@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from rafka.common.errors import ErrorCode
+from rafka.cli.output import print_table, trailing_options
 from rafka.net.client import KafkaConnection
 from rafka.net.protocol import apis
 
@@ -226,11 +227,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                               "  rafka groups reset-offsets orders-app --topic orders --to-earliest --execute")
     p.add_argument("--bootstrap-server", default="127.0.0.1:9092", help="a broker (default 127.0.0.1:9092)")
     p.add_argument("--output", choices=("text", "json"), default="text")
+    common = trailing_options()
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    actions.add_parser("list", help="every group of every broker")
-    d = actions.add_parser("describe", help="state, members, and per partition offset, log end and lag")
+    actions.add_parser("list", help="every group of every broker", parents=[common])
+    d = actions.add_parser("describe", help="state, members, and per partition offset, log end and lag",
+                           parents=[common])
     d.add_argument("group")
-    r = actions.add_parser("reset-offsets", help="move a group's committed offsets (group must be inactive)")
+    r = actions.add_parser("reset-offsets", help="move a group's committed offsets (group must be inactive)",
+                           parents=[common])
     r.add_argument("group")
     r.add_argument("--topic", required=True, help="TOPIC, or TOPIC:P1,P2 for some partitions")
     how = r.add_mutually_exclusive_group(required=True)
@@ -242,7 +246,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     mode = r.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
-    x = actions.add_parser("delete", help="delete an inactive group and its offsets")
+    x = actions.add_parser("delete", help="delete an inactive group and its offsets", parents=[common])
     x.add_argument("group")
 
 
@@ -263,7 +267,7 @@ def _list(admin: GroupAdmin, args: argparse.Namespace) -> int:
     if args.output == "json":
         print(json.dumps(groups, indent=2))
     else:
-        _table(["GROUP", "STATE", "PROTOCOL-TYPE"], [[g["group"], g["state"], g["protocol_type"]] for g in groups])
+        print_table(["GROUP", "STATE", "PROTOCOL-TYPE"], [[g["group"], g["state"], g["protocol_type"]] for g in groups])
     return 0
 
 
@@ -280,7 +284,7 @@ def _describe(admin: GroupAdmin, args: argparse.Namespace) -> int:
     state = described["group_state"]
     if state in INACTIVE_STATES and described["members"] == []:
         print(f"\nConsumer group '{args.group}' has no active members.\n")
-    _table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
+    print_table(["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
             "CLIENT-ID"],
            [[r.group, r.topic, r.partition, "-" if r.current_offset is None else r.current_offset, r.log_end_offset,
              "-" if r.lag is None else r.lag, r.consumer_id, r.host, r.client_id] for r in rows])
@@ -319,7 +323,7 @@ def _reset(admin: GroupAdmin, args: argparse.Namespace) -> int:
                           "offsets": [{"topic": t, "partition": p, "new_offset": o} for (t, p), o in plan.items()]},
                          indent=2))
     else:
-        _table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [[args.group, t, p, o] for (t, p), o in plan.items()])
+        print_table(["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [[args.group, t, p, o] for (t, p), o in plan.items()])
         if not args.execute:
             print("\n(dry run: nothing changed; add --execute to commit these offsets)", file=sys.stderr)
     return 0
@@ -331,9 +335,3 @@ def _delete(admin: GroupAdmin, args: argparse.Namespace) -> int:
         raise GroupsError(f"Deletion of group '{args.group}' failed: {code.name}")
     print(f"Deletion of requested consumer groups ('{args.group}') was successful.")
     return 0
-
-
-def _table(headers: list[str], rows: list[list[Any]]) -> None:
-    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)] if rows else [len(h) for h in headers]
-    for row in [headers, *rows]:
-        print(" ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip())

@@ -8,9 +8,10 @@ import argparse
 import logging
 import sys
 
-from rafka.cli import down, dump_log, groups, status, up
+from rafka.cli import down, dump_log, groups, status, topics, up
 
-COMMANDS = {"up": up, "down": down, "status": status, "dump-log": dump_log, "groups": groups}
+COMMANDS = {"up": up, "down": down, "status": status, "dump-log": dump_log, "groups": groups,
+            "topics": topics}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,21 @@
+"""Printing command results: aligned text tables (JSON is `json.dumps` of the same data)."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+
+def trailing_options() -> argparse.ArgumentParser:
+    """A parent parser that also takes `--bootstrap-server` and `--output` after a command's
+    action (`rafka topics list --output json`); SUPPRESS keeps the action's parser from
+    resetting what was given before the action."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--bootstrap-server", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument("--output", choices=("text", "json"), default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    return common
+
+
+def print_table(headers: list[str], rows: list[list[Any]]) -> None:
+    widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)] if rows else [len(h) for h in headers]
+    for row in [headers, *rows]:
+        print(" ".join(str(x).ljust(w) for x, w in zip(row, widths)).rstrip())
