@@ -34,7 +34,7 @@ from rafka.common.metadata import ClusterMetadata
 from rafka.common.topic_configs import ConfigEntry
 from rafka.common.types import Endpoint
 from rafka.coordinator.admin.admin_service import AdminService
-from rafka.coordinator.admin.topic_plan import MAX_REPLICATION_FACTOR
+from rafka.coordinator.admin.topic_plan import max_replication_factor
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.coordinator.broker.reconciler import ReplicaReconciler
 from rafka.coordinator.broker.replica_launcher import RayReplicaLauncher
@@ -46,6 +46,7 @@ from rafka.coordinator.zk.zk_data import BrokerRegistration, ProducerIdBlock
 from rafka.coordinator.zk.zk_store import ZkStore
 from rafka.net.frontend_actor import Frontend
 from rafka.partition_worker.log_dirs import check_meta_properties
+from rafka.partition_worker.messages import AlterIsr
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,9 @@ class BrokerCoordinator:
         self._topic_configs: dict[str, LogConfig] = {}
         self._maintenance = LogMaintenance(config, self._log)
         self._reconciler = ReplicaReconciler(
-            self._id, RayReplicaLauncher(self._id, config.log_dirs, namespace, node_id), self._maintenance,
-            self._topic_config, self._log)
+            self._id, RayReplicaLauncher(self._id, config.log_dirs, namespace, node_id,
+                                         coordinator=ray.get_runtime_context().current_actor),
+            self._maintenance, self._topic_config, self._log)
         self._tasks: list[asyncio.Task] = []
         self._retry: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -102,7 +104,7 @@ class BrokerCoordinator:
                 self._id, listener.host, listener.port, ray.get_runtime_context().current_actor,
                 auto_create_topics=self._config.auto_create_topics_enable,
                 producer_id_memory_ms=self._config.transactional_id_expiration_ms,
-                group_settings=GroupSettings.from_config(self._config, MAX_REPLICATION_FACTOR),
+                group_settings=GroupSettings.from_config(self._config, max_replication_factor(self._config)),
                 offsets_topic_configs={"cleanup.policy": "compact", "compression.type": "producer",
                                        "segment.bytes": str(self._config.offsets_topic_segment_bytes)})
         port = await self._frontend.start.remote()
@@ -257,7 +259,9 @@ class BrokerCoordinator:
     async def _publish(self, metadata: ClusterMetadata) -> None:
         offline = {o.tp for o in self._reconciler.offline()}
         leaders = {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()}
-        await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline), leaders)
+        followers = {tp: (r.actor, r.socket) for tp, r in self._reconciler.followers().items()}
+        await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline), leaders,
+                                                    followers)
         self._metadata = metadata
         self._metadata_changed.set()
         self._metadata_changed = asyncio.Event()
@@ -285,6 +289,28 @@ class BrokerCoordinator:
             except asyncio.TimeoutError:
                 return condition(self._metadata)
         return True
+
+    # -- ISR changes (AlterPartition) ------------------------------------------------
+    async def alter_isr(self, request: AlterIsr) -> tuple[ErrorCode, tuple[int, ...] | None, int]:
+        """A local leader replica's ISR change: the controller (this broker's, or the one the
+        metadata names) decides and writes it; the new metadata then reaches every broker.
+        Returns (error, the ISR in force, its partition epoch)."""
+        controller = self._controller
+        if controller is not None and controller.is_active:
+            decided = await asyncio.to_thread(controller.alter_isr, request)
+            if isinstance(decided, ErrorCode):
+                return decided, None, -1
+            self._wake.set()   # a controller round sends the new ISR to every broker
+            return ErrorCode.NONE, decided.isr, decided.zk_version
+        controller_id = self._metadata.controller_id
+        if controller_id < 0 or controller_id == self._id:
+            return ErrorCode.NOT_CONTROLLER, None, -1
+        try:
+            target = await asyncio.to_thread(ray.get_actor, coordinator_name(controller_id), self._namespace)
+            return await asyncio.wait_for(target.alter_isr.remote(request), CONTROL_CALL_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - the controller moved or died: the replica retries
+            self._log.info("could not reach controller %d for an ISR change: %r", controller_id, e)
+            return ErrorCode.NOT_CONTROLLER, None, -1
 
     # -- topic configs ---------------------------------------------------------------
     async def _topic_config(self, topic: str) -> LogConfig:

@@ -18,6 +18,7 @@ from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC, GroupCoordi
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.coordinator.transaction.producer_ids import ProducerIdManager, ProducerIdSource
 from rafka.net.data_plane import ReplicaChannel
+from rafka.net.replica_fetcher import ReplicaFetcherManager
 from rafka.partition_worker.segment_reader import next_offset_after, read_region
 from rafka.net.handlers import RequestDispatcher
 from rafka.common.metadata import ClusterMetadata
@@ -38,6 +39,8 @@ class Frontend:
         self.auto_create_topics = auto_create_topics
         self._coordinator = coordinator
         self._channels: dict[TopicPartition, ReplicaChannel] = {}
+        self._follower_channels: dict[TopicPartition, ReplicaChannel] = {}
+        self._fetchers = ReplicaFetcherManager(broker_id)
         self._log = Prefixed(log, f"[Frontend broker={broker_id}]")
         self._producer_ids = ProducerIdSource(ProducerIdManager(broker_id, remember_ms=producer_id_memory_ms),
                                               claim=lambda: coordinator.claim_producer_id_block.remote())
@@ -56,6 +59,7 @@ class Frontend:
         return port
 
     async def stop(self) -> None:
+        self._fetchers.stop()
         await self._server.stop()
         await self.groups.stop()
 
@@ -63,21 +67,29 @@ class Frontend:
         return os.getpid()
 
     # -- pushed by the broker's coordinator -----------------------------------------
-    def update_metadata(self, metadata: ClusterMetadata, leaders: dict[TopicPartition, tuple[Any, str]]) -> None:
-        """Swap in a new metadata snapshot and the local leaders: (replica actor, data socket path)."""
+    def update_metadata(self, metadata: ClusterMetadata, leaders: dict[TopicPartition, tuple[Any, str]],
+                        followers: dict[TopicPartition, tuple[Any, str]] | None = None) -> None:
+        """Swap in a new metadata snapshot, the local leaders and the local followers: each a
+        (replica actor, data socket path). Followers are fetched for from their leaders."""
+        self._channels = self._reuse_channels(self._channels, leaders)
+        self._follower_channels = self._reuse_channels(self._follower_channels, followers or {})
+        self.metadata = metadata
+        self.groups.set_led_partitions({tp.partition for tp in self._channels if tp.topic == OFFSETS_TOPIC})
+        self._fetchers.update(metadata, self._follower_channels)
+
+    @staticmethod
+    def _reuse_channels(current: dict[TopicPartition, ReplicaChannel],
+                        wanted: dict[TopicPartition, tuple[Any, str]]) -> dict[TopicPartition, ReplicaChannel]:
+        """Channels to `wanted`, keeping the open ones whose socket is unchanged; closes the rest."""
         channels = {}
-        for tp, (actor, socket_path) in leaders.items():
-            existing = self._channels.get(tp)
-            if existing is not None and existing.socket_path == socket_path:
-                channels[tp] = existing
-            else:
-                channels[tp] = ReplicaChannel(actor, socket_path)
-        for tp, channel in self._channels.items():
+        for tp, (actor, socket_path) in wanted.items():
+            existing = current.get(tp)
+            channels[tp] = existing if existing is not None and existing.socket_path == socket_path \
+                else ReplicaChannel(actor, socket_path)
+        for tp, channel in current.items():
             if channels.get(tp) is not channel:
                 channel.close()
-        self._channels = channels
-        self.metadata = metadata
-        self.groups.set_led_partitions({tp.partition for tp in channels if tp.topic == OFFSETS_TOPIC})
+        return channels
 
     # -- BrokerServices --------------------------------------------------------------
     def channel(self, tp: TopicPartition) -> ReplicaChannel | None:

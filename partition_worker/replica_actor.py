@@ -20,7 +20,7 @@ import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from rafka.common.config import LONG_MAX, LogConfig
 from rafka.common.frames import FramedProtocol
@@ -36,11 +36,14 @@ from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
 from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.messages import (
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, HIGH_WATERMARK_OFFSET, LATEST_TIMESTAMP, MAX_TIMESTAMP,
-    DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup, ProduceResult, Region, ReplicaStatus,
+    AlterIsr, DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup, ProduceResult, Region,
+    ReplicaStatus,
 )
 from rafka.partition_worker.replica_state import LeaderAndIsr, ReplicaState
 
 state_change = logging.getLogger("rafka.state_change")
+ALTER_ISR_TIMEOUT_S = 30.0
+ALTER_ISR_RETRY_BACKOFF_MS = 1000   # a refused change (often: metadata not here yet) is proposed again after this
 
 
 def partition_dir(log_dir: str, tp: TopicPartition) -> Path:
@@ -52,8 +55,12 @@ class PartitionReplica:
 
     def __init__(self, broker_id: int, tp: TopicPartition, log_dir: str, config: LogConfig,
                  socket_path: str | None = None, *, checkpoint: PartitionCheckpoint | None = None,
-                 topic_id: uuid.UUID | None = None) -> None:
+                 topic_id: uuid.UUID | None = None, coordinator: Any = None) -> None:
         self._tp = tp
+        self._coordinator = coordinator   # its broker's BrokerCoordinator: ISR changes go through it
+        self._alter_isr_task: asyncio.Task | None = None
+        self._isr_task: asyncio.Task | None = None
+        self._isr_retry_at_ms = 0   # after a refused or unanswered ISR change, wait before the next
         self._socket_path = socket_path
         self._data_server: asyncio.base_events.Server | None = None
         self._config = config
@@ -108,6 +115,8 @@ class PartitionReplica:
             self._flush_task = asyncio.ensure_future(self._flush_periodically())
         if self._retention_task is None:
             self._retention_task = asyncio.ensure_future(self._apply_retention_periodically())
+        if self._isr_task is None and self._coordinator is not None:
+            self._isr_task = asyncio.ensure_future(self._check_isr_periodically())
         return {"pid": os.getpid(), "socket": self._socket_path}
 
     async def _apply_retention_periodically(self) -> None:
@@ -171,6 +180,7 @@ class PartitionReplica:
         """Take the role the controller decided (idempotent: a repeat changes nothing)."""
         before = (self._state.leader, self._state.leader_epoch)
         code = self._state.apply(order, self._log.log_end_offset, _now_ms())
+        self._isr_retry_at_ms = 0
         if code is ErrorCode.NONE and order.leader == self._state.broker_id:
             # Kafka's makeLeader: the new epoch starts at the current log end.
             self._leader_epochs.assign(order.leader_epoch, self._log.log_end_offset)
@@ -229,10 +239,12 @@ class PartitionReplica:
     def close(self) -> ReplicaStatus:
         """Clean shutdown: flush, snapshot producer state and mark the log clean, so the next
         open skips recovery. Returns the final status (its recovery point is the log end)."""
-        for task in (self._expiry_task, self._flush_task, self._retention_task, self._file_deletion_timer):
+        for task in (self._expiry_task, self._flush_task, self._retention_task, self._file_deletion_timer,
+                     self._isr_task, self._alter_isr_task):
             if task is not None:
                 task.cancel()
         self._expiry_task = self._flush_task = self._retention_task = self._file_deletion_timer = None
+        self._isr_task = self._alter_isr_task = None
         if self._data_server is not None:
             self._data_server.close()
             self._data_server = None
@@ -361,6 +373,7 @@ class PartitionReplica:
         hw = state.follower_fetched(follower, fetch_offset, end, _now_ms(), self._config.replica_lag_time_max_ms)
         if hw != before:
             self._high_watermark_moved()
+        self._maybe_alter_isr()
         if fetch_offset > end or fetch_offset < start:
             return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
         if fetch_offset == end:
@@ -477,6 +490,47 @@ class PartitionReplica:
         if self._log.delete_segments_below_log_start(hw):
             self._schedule_file_deletion()
         return DeleteRecordsResult(ErrorCode.NONE, self._log.log_start_offset)
+
+    # -- ISR changes (Kafka's AlterPartition, through the broker's coordinator) ----------
+    async def _check_isr_periodically(self) -> None:
+        """Every replica.lag.time.max.ms / 2, drop followers that stopped catching up (Kafka's
+        isr-expiration task); expansions are proposed as followers' fetches arrive."""
+        interval = self._config.replica_lag_time_max_ms / 2000
+        while True:
+            await asyncio.sleep(interval)
+            self._maybe_alter_isr()
+
+    def _maybe_alter_isr(self) -> None:
+        """Propose the ISR the followers' progress calls for, one proposal at a time."""
+        now = _now_ms()
+        if self._coordinator is None or self._alter_isr_task is not None or now < self._isr_retry_at_ms:
+            return
+        proposal = self._state.propose_isr(self._log.log_end_offset, now, self._config.replica_lag_time_max_ms)
+        if proposal is not None:
+            self._alter_isr_task = asyncio.ensure_future(self._alter_isr(proposal))
+
+    async def _alter_isr(self, isr: tuple[int, ...]) -> None:
+        state = self._state
+        request = AlterIsr(self._tp.topic, self._tp.partition, state.broker_id, state.leader_epoch, isr,
+                           state.partition_epoch)
+        try:
+            error, confirmed, partition_epoch = await asyncio.wait_for(
+                self._coordinator.alter_isr.remote(request), ALTER_ISR_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - the coordinator is gone or slow: propose again later
+            error, confirmed, partition_epoch = ErrorCode.REQUEST_TIMED_OUT, None, -1
+            self._logger.warning("ISR change to %s got no answer: %r", list(isr), e)
+        self._alter_isr_task = None
+        if state.leader_epoch != request.leader_epoch or not state.is_leader:
+            return   # leadership moved on meanwhile: the new LeaderAndIsr already says the ISR
+        if error is ErrorCode.NONE:
+            state_change.info("[PartitionReplica %s broker=%d] ISR %s -> %s", self._tp, state.broker_id,
+                              list(state.isr), list(confirmed))
+            state.isr_confirmed(tuple(confirmed), self._log.log_end_offset, partition_epoch)
+        else:
+            self._logger.info("ISR change to %s refused: %s", list(isr), error.name)
+            state.isr_confirmed(None, self._log.log_end_offset)
+            self._isr_retry_at_ms = _now_ms() + ALTER_ISR_RETRY_BACKOFF_MS
+        self._high_watermark_moved()
 
     # -- a follower -----------------------------------------------------------------
     def append_as_follower(self, records: memoryview | bytes, leader_high_watermark: int,

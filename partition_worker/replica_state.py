@@ -34,6 +34,7 @@ class LeaderAndIsr:
     isr: tuple[int, ...]
     replicas: tuple[int, ...]
     controller_epoch: int
+    partition_epoch: int = -1   # the partition state's version, which an ISR change must name
 
 
 @dataclass
@@ -72,6 +73,7 @@ class ReplicaState:
     high_watermark: int = 0
     leader_epoch_start_offset: int = 0
     pending_isr: tuple[int, ...] | None = None   # proposed to the controller, not yet confirmed
+    partition_epoch: int = -1
 
     @property
     def is_leader(self) -> bool:
@@ -94,6 +96,7 @@ class ReplicaState:
         self.leader, self.leader_epoch = order.leader, order.leader_epoch
         self.controller_epoch = order.controller_epoch
         self.isr, self.replicas = tuple(order.isr), tuple(order.replicas)
+        self.partition_epoch = order.partition_epoch
         self.pending_isr = None
         if self.is_leader and not was_leader:
             # A new leader knows nothing of its followers' logs yet; ISR members count as
@@ -157,11 +160,12 @@ class ReplicaState:
         self.pending_isr = proposed
         return proposed
 
-    def isr_confirmed(self, isr: tuple[int, ...] | None, leader_end_offset: int) -> None:
-        """The controller's answer to a proposal: the ISR now in force (None: refused, keep
-        the old one and propose again later)."""
+    def isr_confirmed(self, isr: tuple[int, ...] | None, leader_end_offset: int, partition_epoch: int = -1) -> None:
+        """The controller's answer to a proposal: the ISR now in force and the partition epoch
+        it was written at (None: refused, keep the old one and propose again later)."""
         if isr is not None:
             self.isr = tuple(isr)
+            self.partition_epoch = partition_epoch
         self.pending_isr = None
         if self.is_leader:
             self.advance_high_watermark(leader_end_offset)

@@ -17,8 +17,14 @@ from rafka.common.types import topic_name_problem
 from rafka.coordinator.controller import assignment as assign
 from rafka.coordinator.messages import TopicResult, TopicSpec
 
-# Until followers replicate, every partition has a single replica (README: "Not yet").
-MAX_REPLICATION_FACTOR = 1
+# Until replication is complete, every partition has a single replica unless the broker
+# says `rafka.replication.enable=true` (README: "Replication").
+UNREPLICATED = 1
+
+
+def max_replication_factor(config: BrokerConfig) -> int:
+    """The largest replication factor this broker creates topics with."""
+    return 32767 if config.rafka_replication_enable else UNREPLICATED
 
 
 def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: list[int], existing: set[str]) -> TopicResult:
@@ -43,13 +49,12 @@ def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: list[int], existi
         if rf > len(brokers):
             raise InvalidReplicationFactorError(
                 f"Replication factor: {rf} larger than available brokers: {len(brokers)}.")
-    if rf > MAX_REPLICATION_FACTOR:
-        # Followers do not fetch from leaders yet: a second replica would sit in the ISR
-        # with no data, and a failover to it would lose what was acknowledged. Refuse
-        # rather than pretend.
+    if rf > max_replication_factor(config):
+        # Replication is not complete yet (lag-based ISR changes, failover tests): refuse
+        # rather than pretend, unless the operator asked for it.
         raise InvalidReplicationFactorError(
-            f"Replication factor: {rf} is not supported yet: this rafka version does not replicate "
-            f"between brokers; use replication factor {MAX_REPLICATION_FACTOR}.")
+            f"Replication factor: {rf} is not supported yet: replication between brokers is off in this rafka "
+            f"version (rafka.replication.enable=false); use replication factor {UNREPLICATED}.")
     return TopicResult(spec.name, ErrorCode.NONE, None, uuid.uuid4(), partitions, rf, dict(spec.configs))
 
 

@@ -19,7 +19,7 @@ import uuid
 from typing import Any, Awaitable, Callable, Protocol
 
 from rafka.common.config import LogConfig
-from rafka.common.errors import ErrorCode
+from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.metadata import ClusterMetadata
 from rafka.common.types import TopicPartition
 from rafka.coordinator.broker import replica_plan as rp
@@ -137,13 +137,19 @@ class ReplicaReconciler:
         entry = rp.failed(self.book.get(tp), reason, self._clock_ms())
         self.book[tp] = entry
         self._log.error("replica %s is offline: failed to start (attempt %d; retrying in %.1f s): %s",
-                        tp, entry.failures, rp.retry_backoff_ms(entry.failures) / 1000, reason)
+                        tp, entry.failures, rp.retry_backoff_ms(entry.failures) / 1000, reason,
+                        exc_info=None if isinstance(error, KafkaError) else error)
 
     # -- what the broker reports -----------------------------------------------------
     def leaders(self) -> dict[TopicPartition, Any]:
         """Running replicas that lead their partition."""
         return {tp: self.replicas[tp] for tp, e in self.book.items()
                 if tp in self.replicas and e.role is not None and e.role.leader == self._broker_id}
+
+    def followers(self) -> dict[TopicPartition, Any]:
+        """Running replicas that follow a live leader on another broker (their fetcher's work)."""
+        return {tp: self.replicas[tp] for tp, e in self.book.items()
+                if tp in self.replicas and e.role is not None and e.role.leader not in (-1, self._broker_id)}
 
     def offline(self) -> list[rp.OfflineReplica]:
         return rp.offline(self.book, self._clock_ms())

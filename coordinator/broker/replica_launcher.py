@@ -48,8 +48,10 @@ class LaunchedReplica:
 class RayReplicaLauncher:
     """The Ray steps of the replica reconciler, for one broker."""
 
-    def __init__(self, broker_id: int, log_dirs: tuple[str, ...], namespace: str, node_id: str | None) -> None:
+    def __init__(self, broker_id: int, log_dirs: tuple[str, ...], namespace: str, node_id: str | None,
+                 coordinator: Any = None) -> None:
         self._broker_id = broker_id
+        self._coordinator = coordinator   # handed to each replica: its ISR changes go through it
         self._log_dirs = log_dirs
         self._namespace = namespace
         self._node_id = node_id
@@ -66,7 +68,7 @@ class RayReplicaLauncher:
                 name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
                 **pin_to_node(self._node_id)).remote(
                     self._broker_id, tp, log_dir, config, socket_path(self._namespace, name),
-                    checkpoint=place(tp, log_dir), topic_id=topic_id)
+                    checkpoint=place(tp, log_dir), topic_id=topic_id, coordinator=self._coordinator)
         else:
             log_dir = find_partition_dir(self._log_dirs, tp) or choose_log_dir(self._log_dirs, tp)
             place(tp, log_dir)

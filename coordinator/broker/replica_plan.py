@@ -63,7 +63,7 @@ def replica_targets(metadata: ClusterMetadata, broker_id: int) -> dict[TopicPart
         for p in topic.partitions.values():
             if broker_id in p.replicas:
                 targets[TopicPartition(topic.name, p.partition)] = LeaderAndIsr(
-                    p.leader, p.leader_epoch, p.isr, p.replicas, metadata.controller_epoch)
+                    p.leader, p.leader_epoch, p.isr, p.replicas, metadata.controller_epoch, p.partition_epoch)
     return targets
 
 

@@ -149,6 +149,7 @@ def build_metadata_snapshot(cluster_id: str, controller_id: int, controller_epoc
                 replicas=tuple(replicas),
                 isr=tuple(st.isr) if st else (),
                 offline_replicas=tuple(r for r in replicas if r not in brokers),
+                partition_epoch=st.zk_version if st else -1,
             )
         topics[name] = TopicInfo(name, assignment.topic_id or ZERO_UUID, partitions,
                                  internal=name in INTERNAL_TOPICS)

@@ -33,6 +33,7 @@ class PartitionInfo:
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     offline_replicas: tuple[int, ...] = ()
+    partition_epoch: int = -1   # the partition state znode's version: a leader's ISR change names it
 
 
 @dataclass(frozen=True)
@@ -67,7 +68,7 @@ class ClusterMetadata:
             self.cluster_id, self.controller_id, self.controller_epoch,
             [(b.broker_id, b.host, b.port, b.rack) for b in self.brokers.values()],
             [(t.name, t.topic_id.bytes, t.internal,
-              [(p.partition, p.leader, p.leader_epoch, p.replicas, p.isr, p.offline_replicas)
+              [(p.partition, p.leader, p.leader_epoch, p.replicas, p.isr, p.offline_replicas, p.partition_epoch)
                for p in t.partitions.values()])
              for t in self.topics.values()])),)
 
