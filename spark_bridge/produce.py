@@ -1,0 +1,125 @@
+"""Writing rows to Kafka from Arrow batches: what a Spark write task and a Ray ingestion task
+do. librdkafka with acks=all and the idempotent producer (unless `kafka.` options say
+otherwise); keyed rows go to the partition murmur2 picks, as every Kafka client's default
+partitioner does; the first delivery error fails the writer with Kafka's error, so a
+task never reports success for rows Kafka refused.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Mapping
+
+import pyarrow as pa
+from confluent_kafka import KafkaException, Producer
+
+from rafka.spark_bridge.murmur2 import partition_for_key
+from rafka.spark_bridge.sink_columns import SinkColumns
+
+log = logging.getLogger(__name__)
+
+_UNASSIGNED = -1  # librdkafka's RD_KAFKA_PARTITION_UA: let its partitioner choose
+_POLL_EVERY = 1000
+FLUSH_TIMEOUT_S = 120.0
+
+
+class KafkaWriteError(RuntimeError):
+    """Kafka refused records (or never acknowledged them); the message carries Kafka's error."""
+
+
+def producer_settings(bootstrap_servers: str, client: Mapping[str, object]) -> dict[str, object]:
+    """acks=all and idempotence by default (Kafka ≥ 3's producer defaults); only failed
+    deliveries are reported back, so a successful record costs no Python callback."""
+    settings: dict[str, object] = {"acks": "all", "enable.idempotence": True, "linger.ms": 5,
+                                   "partitioner": "murmur2_random"}
+    settings.update(client)
+    settings.update({"bootstrap.servers": bootstrap_servers, "delivery.report.only.error": True})
+    return settings
+
+
+class RowWriter:
+    """Sends the rows of Arrow batches to Kafka; `close()` waits for every acknowledgement."""
+
+    def __init__(self, bootstrap_servers: str, client: Mapping[str, object], columns: SinkColumns,
+                 topic: str | None) -> None:
+        self._errors: list[str] = []
+        self._producer = Producer({**producer_settings(bootstrap_servers, client), "on_delivery": self._delivered})
+        self._columns = columns
+        self._topic = topic
+        self._partitions: dict[str, int] = {}
+        self.rows = 0
+
+    def _delivered(self, err: object, msg: object) -> None:
+        if err is not None:
+            self._errors.append(f"{err} (topic {msg.topic()}, partition {msg.partition()})")  # type: ignore[attr-defined]
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        """Queue every row of `batch`; raises the first Kafka error seen so far."""
+        c, n = self._columns, batch.num_rows
+        values = batch.column(c.value).to_pylist()
+        keys = batch.column(c.key).to_pylist() if c.key is not None else [None] * n
+        topics = [self._topic] * n if self._topic or c.topic is None else batch.column(c.topic).to_pylist()
+        parts = batch.column(c.partition).to_pylist() if c.partition is not None else [None] * n
+        headers = batch.column(c.headers).to_pylist() if c.headers is not None else [None] * n
+        produce = self._producer.produce
+        for i in range(n):
+            topic, key = topics[i], keys[i]
+            if topic is None:
+                raise KafkaWriteError("null topic present in the data. Use the topic option for setting a topic.")
+            partition = parts[i]
+            if partition is None:
+                partition = _UNASSIGNED if key is None else partition_for_key(_bytes(key), self._count(topic))
+            row_headers = headers[i]
+            if row_headers:
+                row_headers = [(h["key"], h["value"]) for h in row_headers]
+            self._produce(produce, topic, values[i], key, partition, row_headers)
+            if i % _POLL_EVERY == 0:
+                self._producer.poll(0)
+                self._raise_if_failed()
+        self.rows += n
+
+    def _produce(self, produce, topic, value, key, partition, headers) -> None:  # noqa: ANN001 - hot path
+        while True:
+            try:
+                if headers:
+                    produce(topic, value, key, partition, headers=headers)
+                else:
+                    produce(topic, value, key, partition)
+                return
+            except BufferError:  # librdkafka's queue is full: let it drain
+                self._producer.poll(0.05)
+                self._raise_if_failed()
+
+    def _count(self, topic: str) -> int:
+        """Partitions of `topic` (metadata, once per topic; asking may auto-create it)."""
+        count = self._partitions.get(topic)
+        if count is None:
+            metadata = self._producer.list_topics(topic, timeout=30)
+            info = metadata.topics.get(topic)
+            if info is None or info.error is not None or not info.partitions:
+                raise KafkaWriteError(f"no partitions for topic {topic}: {info.error if info else 'unknown topic'}")
+            count = self._partitions[topic] = len(info.partitions)
+        return count
+
+    def _raise_if_failed(self) -> None:
+        if self._errors:
+            raise KafkaWriteError(f"Kafka refused {len(self._errors)} record(s): {self._errors[0]}")
+
+    def abandon(self) -> None:
+        """Drop what is still queued (the task failed; Spark will retry or fail the job)."""
+        self._producer.purge()
+        self._producer.flush(0)
+
+    def close(self, timeout_s: float = FLUSH_TIMEOUT_S) -> int:
+        """Wait for every acknowledgement; the number of rows written, or KafkaWriteError."""
+        try:
+            left = self._producer.flush(timeout_s)
+        except KafkaException as e:
+            raise KafkaWriteError(str(e)) from None
+        self._raise_if_failed()
+        if left:
+            raise KafkaWriteError(f"{left} record(s) not acknowledged within {timeout_s:.0f} s")
+        return self.rows
+
+
+def _bytes(key: object) -> bytes:
+    return key.encode() if isinstance(key, str) else key  # type: ignore[return-value]
