@@ -33,11 +33,17 @@ log = logging.getLogger(__name__)
 
 
 class RangePartition(InputPartition):
-    """One Spark task: one offset range of one partition."""
+    """One Spark task: one offset range of one partition (its `value`)."""
 
     def __init__(self, rng: planning.OffsetRange) -> None:
         super().__init__(rng)
-        self.range = rng
+
+
+def _read(partition: InputPartition, options: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    # With nothing to read Spark still runs one task, with a bare InputPartition(None).
+    if not isinstance(partition.value, planning.OffsetRange):
+        return iter(())
+    return read_range(partition.value, options, schema)
 
 
 def _arrow_schema(schema: StructType) -> pa.Schema:
@@ -82,7 +88,7 @@ class KafkaBatchReader(DataSourceReader):
         return _partitions(ranges, self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_range(partition.range, self.options, self.arrow_schema)  # type: ignore[attr-defined]
+        return _read(partition, self.options, self.arrow_schema)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -148,7 +154,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _partitions(ranges, self.options)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        return read_range(partition.range, self.options, self.arrow_schema)  # type: ignore[attr-defined]
+        return _read(partition, self.options, self.arrow_schema)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: like Spark's Kafka source, offsets live in the checkpoint, not in Kafka."""
