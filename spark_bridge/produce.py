@@ -13,7 +13,7 @@ import pyarrow as pa
 from confluent_kafka import KafkaException, Producer
 
 from rafka.spark_bridge.murmur2 import partition_for_key
-from rafka.spark_bridge.sink_columns import SinkColumns
+from rafka.spark_bridge.sink_columns import SinkColumns, sink_columns
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,12 @@ class RowWriter:
         """Drop what is still queued (the task failed; Spark will retry or fail the job)."""
         self._producer.purge()
         self._producer.flush(0)
+        self._release()
+
+    def _release(self) -> None:
+        # The producer holds our delivery callback, so writer and producer form a cycle that
+        # only the garbage collector would break: drop it now, and librdkafka disconnects.
+        self._producer = None  # type: ignore[assignment]
 
     def close(self, timeout_s: float = FLUSH_TIMEOUT_S) -> int:
         """Wait for every acknowledgement; the number of rows written, or KafkaWriteError."""
@@ -115,6 +121,8 @@ class RowWriter:
             left = self._producer.flush(timeout_s)
         except KafkaException as e:
             raise KafkaWriteError(str(e)) from None
+        finally:
+            self._release()
         self._raise_if_failed()
         if left:
             raise KafkaWriteError(f"{left} record(s) not acknowledged within {timeout_s:.0f} s")
@@ -123,3 +131,22 @@ class RowWriter:
 
 def _bytes(key: object) -> bytes:
     return key.encode() if isinstance(key, str) else key  # type: ignore[return-value]
+
+
+def arrow_sink_columns(schema: pa.Schema, topic: str | None) -> SinkColumns:
+    """The Kafka write columns of an Arrow schema (Parquet files, Ray ingestion), by
+    Spark's rules: the Arrow types named as Spark names them."""
+    return sink_columns({f.name: _spark_type(f.type) for f in schema}, topic)
+
+
+def _spark_type(t: pa.DataType) -> str:
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "binary"
+    if pa.types.is_int32(t):
+        return "int"
+    if pa.types.is_list(t) and pa.types.is_struct(t.value_type):
+        fields = ",".join(f"{f.name}:{_spark_type(f.type)}" for f in t.value_type)
+        return f"array<struct<{fields}>>"
+    return str(t)

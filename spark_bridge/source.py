@@ -183,10 +183,10 @@ class _ArrowRowsWriter:
         try:
             for batch in iterator:
                 writer.write(batch)
-            return WriteReport(writer.close())
         except BaseException:
             writer.abandon()
             raise
+        return WriteReport(writer.close())
 
 
 class KafkaBatchWriter(_ArrowRowsWriter, DataSourceArrowWriter):
