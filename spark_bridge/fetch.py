@@ -24,8 +24,9 @@ from rafka.spark_bridge.planning import DataLossError, OffsetRange, data_loss_me
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 10_000  # records per Arrow batch (and per consume call)
-_CREATE_TIME, _LOG_APPEND_TIME = 0, 1  # Kafka's TimestampType ids, as in Spark's column
-_TIMESTAMP_TYPE = {1: _CREATE_TIME, 2: _LOG_APPEND_TIME}  # librdkafka's TIMESTAMP_* → Kafka's id
+# librdkafka's TIMESTAMP_CREATE_TIME (1) and TIMESTAMP_LOG_APPEND_TIME (2) are Kafka's
+# TimestampType ids (CreateTime 0, LogAppendTime 1, as in Spark's column) plus one.
+_LIBRDKAFKA_TYPE_OFFSET = 1
 
 
 def read_range(rng: OffsetRange, options: ReadOptions, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
@@ -100,7 +101,7 @@ class _BatchBuilder:
             pa.array([self._partition] * n, pa.int32()),
             pa.array([m.offset() for m in messages], pa.int64()),
             pc.multiply(pa.array([s[1] for s in stamps], pa.int64()), 1000).cast(self._timestamp),
-            pa.array([_TIMESTAMP_TYPE.get(s[0], -1) for s in stamps], pa.int32()),
+            pc.subtract(pa.array([s[0] for s in stamps], pa.int32()), _LIBRDKAFKA_TYPE_OFFSET),
         ]
         if self._headers:
             columns.append(pa.array([m.headers() or [] for m in messages], self._schema.field("headers").type))

@@ -6,8 +6,9 @@ task never reports success for rows Kafka refused.
 """
 from __future__ import annotations
 
+import itertools
 import logging
-from typing import Mapping
+from typing import Callable, Mapping
 
 import pyarrow as pa
 from confluent_kafka import KafkaException, Producer
@@ -45,7 +46,7 @@ class RowWriter:
         self._producer = Producer({**producer_settings(bootstrap_servers, client), "on_delivery": self._delivered})
         self._columns = columns
         self._topic = topic
-        self._partitions: dict[str, int] = {}
+        self._partition_counts: dict[str, int] = {}
         self.rows = 0
 
     def _delivered(self, err: object, msg: object) -> None:
@@ -56,48 +57,62 @@ class RowWriter:
         """Queue every row of `batch`; raises the first Kafka error seen so far."""
         c, n = self._columns, batch.num_rows
         values = batch.column(c.value).to_pylist()
-        keys = batch.column(c.key).to_pylist() if c.key is not None else [None] * n
-        topics = [self._topic] * n if self._topic or c.topic is None else batch.column(c.topic).to_pylist()
-        parts = batch.column(c.partition).to_pylist() if c.partition is not None else [None] * n
-        headers = batch.column(c.headers).to_pylist() if c.headers is not None else [None] * n
-        produce = self._producer.produce
-        for i in range(n):
-            topic, key = topics[i], keys[i]
-            if topic is None:
+        if self._topic or c.topic is None:
+            topics: list = [self._topic] * n
+        else:
+            topics = batch.column(c.topic).to_pylist()
+            if None in topics:
                 raise KafkaWriteError("null topic present in the data. Use the topic option for setting a topic.")
-            partition = parts[i]
-            if partition is None:
-                partition = _UNASSIGNED if key is None else partition_for_key(_bytes(key), self._count(topic))
-            row_headers = headers[i]
-            if row_headers:
-                row_headers = [(h["key"], h["value"]) for h in row_headers]
-            self._produce(produce, topic, values[i], key, partition, row_headers)
-            if i % _POLL_EVERY == 0:
-                self._producer.poll(0)
-                self._raise_if_failed()
+        keys = batch.column(c.key).to_pylist() if c.key is not None else [None] * n
+        partitions = self._partitions_for(batch, topics, keys)
+        if c.headers is None:
+            rows = zip(topics, values, keys, partitions)
+        else:
+            headers = [[(h["key"], h["value"]) for h in row] if row else None
+                       for row in batch.column(c.headers).to_pylist()]
+            rows = zip(topics, values, keys, partitions, headers)
+        produce = self._producer.produce
+        if c.headers is not None:  # produce()'s fifth positional parameter is on_delivery
+            def produce(topic, value, key, partition, headers, _produce=produce):  # noqa: ANN001, ANN202
+                _produce(topic, value, key, partition, headers=headers)
+        for chunk in iter(lambda: list(itertools.islice(rows, _POLL_EVERY)), []):
+            for row in chunk:
+                try:
+                    produce(*row)
+                except BufferError:  # librdkafka's queue is full: let it drain, then queue again
+                    self._produce_when_room(produce, row)
+            self._producer.poll(0)
+            self._raise_if_failed()
         self.rows += n
 
-    def _produce(self, produce, topic, value, key, partition, headers) -> None:  # noqa: ANN001 - hot path
+    def _partitions_for(self, batch: pa.RecordBatch, topics: list, keys: list) -> list[int]:
+        """The partition column where set, else murmur2 of the key, else librdkafka's choice."""
+        c, n = self._columns, batch.num_rows
+        given = batch.column(c.partition).to_pylist() if c.partition is not None else [None] * n
+        if c.key is None:
+            return [_UNASSIGNED if p is None else p for p in given]
+        return [p if p is not None else _UNASSIGNED if k is None else partition_for_key(_bytes(k), self._count(t))
+                for p, k, t in zip(given, keys, topics)]
+
+    def _produce_when_room(self, produce: Callable[..., None], row: tuple) -> None:
         while True:
+            self._producer.poll(0.05)
+            self._raise_if_failed()
             try:
-                if headers:
-                    produce(topic, value, key, partition, headers=headers)
-                else:
-                    produce(topic, value, key, partition)
+                produce(*row)
                 return
-            except BufferError:  # librdkafka's queue is full: let it drain
-                self._producer.poll(0.05)
-                self._raise_if_failed()
+            except BufferError:
+                continue
 
     def _count(self, topic: str) -> int:
         """Partitions of `topic` (metadata, once per topic; asking may auto-create it)."""
-        count = self._partitions.get(topic)
+        count = self._partition_counts.get(topic)
         if count is None:
             metadata = self._producer.list_topics(topic, timeout=30)
             info = metadata.topics.get(topic)
             if info is None or info.error is not None or not info.partitions:
                 raise KafkaWriteError(f"no partitions for topic {topic}: {info.error if info else 'unknown topic'}")
-            count = self._partitions[topic] = len(info.partitions)
+            count = self._partition_counts[topic] = len(info.partitions)
         return count
 
     def _raise_if_failed(self) -> None:
