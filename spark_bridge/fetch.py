@@ -45,20 +45,13 @@ def read_range(rng: OffsetRange, options: ReadOptions, schema: pa.Schema) -> Ite
         next_offset, last_progress = rng.from_offset, time.monotonic()
         while next_offset < rng.until_offset:
             messages = consumer.consume(min(BATCH_ROWS, rng.until_offset - next_offset), timeout=0.5)
-            records = []
-            for m in messages:
-                error = m.error()
-                if error is None:
-                    if m.offset() >= rng.until_offset:
-                        break
-                    records.append(m)
-                elif error.code() == KafkaError._PARTITION_EOF:
-                    if m.offset() >= rng.until_offset:  # the rest of the range holds no records
-                        next_offset = rng.until_offset
-                elif error.code() == KafkaError._AUTO_OFFSET_RESET:
-                    next_offset = _skip_lost(consumer, rng, next_offset, options)
-                else:
-                    raise RuntimeError(f"fetching {rng.tp} at offset {next_offset}: {error}")
+            records = [m for m in messages if m.error() is None]
+            if len(records) != len(messages):
+                for m in messages:
+                    if m.error() is not None:
+                        next_offset = _on_error(m, consumer, rng, next_offset, options)
+            if records and records[-1].offset() >= rng.until_offset:
+                records = [m for m in records if m.offset() < rng.until_offset]
             if records:
                 next_offset = max(next_offset, records[-1].offset() + 1)
                 last_progress = time.monotonic()
@@ -68,6 +61,17 @@ def read_range(rng: OffsetRange, options: ReadOptions, schema: pa.Schema) -> Ite
                                    f"{options.poll_timeout_ms} milliseconds")
     finally:
         consumer.close()
+
+
+def _on_error(m: object, consumer: Consumer, rng: OffsetRange, next_offset: int, options: ReadOptions) -> int:
+    """The next offset to read after an error event: the end of the range at a partition EOF
+    past it (the rest of the range holds no records), the log start after lost offsets."""
+    error = m.error()  # type: ignore[attr-defined]
+    if error.code() == KafkaError._PARTITION_EOF:
+        return rng.until_offset if m.offset() >= rng.until_offset else next_offset  # type: ignore[attr-defined]
+    if error.code() == KafkaError._AUTO_OFFSET_RESET:
+        return _skip_lost(consumer, rng, next_offset, options)
+    raise RuntimeError(f"fetching {rng.tp} at offset {next_offset}: {error}")
 
 
 def _skip_lost(consumer: Consumer, rng: OffsetRange, offset: int, options: ReadOptions) -> int:

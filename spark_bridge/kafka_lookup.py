@@ -29,6 +29,9 @@ def consumer_settings(options: ReadOptions, role: str) -> dict[str, object]:
         "enable.auto.commit": False, "enable.auto.offset.store": False,
         "auto.offset.reset": "error", "isolation.level": "read_uncommitted",
         "fetch.queue.backoff.ms": 20, "queued.min.messages": 200_000,
+        # A task reads one partition: let one fetch carry as much as a whole-consumer fetch
+        # of several partitions would (librdkafka's default is 1 MiB per partition).
+        "max.partition.fetch.bytes": 8 << 20,
         "socket.timeout.ms": min(options.poll_timeout_ms, 60_000),
     }
     settings.update(options.client)

@@ -214,13 +214,7 @@ def _subscription(opts: Mapping[str, str]) -> Subscription:
 
 def _starting(opts: Mapping[str, str], streaming: bool) -> OffsetSpec:
     spec = _offset_spec(opts, "starting", default="latest" if streaming else "earliest")
-    if not streaming:
-        if spec.kind == "latest":
-            raise OptionError("starting offset can't be latest for batch queries on Kafka")
-        for tp, offset in spec.per_partition.items():
-            if spec.kind == "offsets" and offset == LATEST:
-                raise OptionError(f"startingOffsets for {tp} can't be latest for batch queries on Kafka")
-    return spec
+    return spec if streaming else _batch_bound(spec, "starting", refused="latest", sentinel=LATEST)
 
 
 def _ending(opts: Mapping[str, str], streaming: bool) -> OffsetSpec:
@@ -229,12 +223,18 @@ def _ending(opts: Mapping[str, str], streaming: bool) -> OffsetSpec:
             if name in opts:
                 raise OptionError(f"{SPELLING[name]} option not valid in streaming queries")
         return OffsetSpec("latest")
-    spec = _offset_spec(opts, "ending", default="latest")
-    if spec.kind == "earliest":
-        raise OptionError("ending offset can't be earliest for batch queries on Kafka")
+    return _batch_bound(_offset_spec(opts, "ending", default="latest"), "ending", refused="earliest",
+                        sentinel=EARLIEST)
+
+
+def _batch_bound(spec: OffsetSpec, side: str, refused: str, sentinel: int) -> OffsetSpec:
+    """Spark's batch rule: a start can't be latest and an end can't be earliest, as a word
+    or as a partition's -1/-2."""
+    if spec.kind == refused:
+        raise OptionError(f"{side} offset can't be {refused} for batch queries on Kafka")
     for tp, offset in spec.per_partition.items():
-        if spec.kind == "offsets" and offset == EARLIEST:
-            raise OptionError(f"endingOffsets for {tp} can't be earliest for batch queries on Kafka")
+        if spec.kind == "offsets" and offset == sentinel:
+            raise OptionError(f"{side}Offsets for {tp} can't be {refused} for batch queries on Kafka")
     return spec
 
 
