@@ -17,6 +17,8 @@ from rafka.spark_bridge.planning import Watermarks
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# Errors worth another try although librdkafka does not mark them retriable.
+_TRANSIENT = frozenset({"_TIMED_OUT", "_TRANSPORT", "LEADER_NOT_AVAILABLE"})
 
 
 def consumer_settings(options: ReadOptions, role: str) -> dict[str, object]:
@@ -100,8 +102,8 @@ class KafkaLookup:
             try:
                 return call()
             except KafkaException as e:
-                if attempt == self._options.fetch_offset_retries or not e.args[0].retriable() \
-                        and e.args[0].name() not in ("_TIMED_OUT", "_TRANSPORT", "LEADER_NOT_AVAILABLE"):
+                transient = e.args[0].retriable() or e.args[0].name() in _TRANSIENT
+                if attempt == self._options.fetch_offset_retries or not transient:
                     raise
                 log.warning("Kafka lookup failed (%s), retrying in %d ms", e, self._options.fetch_offset_retry_interval_ms)
                 time.sleep(self._options.fetch_offset_retry_interval_ms / 1000)

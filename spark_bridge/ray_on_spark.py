@@ -60,15 +60,14 @@ class SparkHostedCluster:
 
 def start_cluster_on_spark(spark: Any, brokers: int = 1, *, data_dir: str | Path | None = None,
                            config: Any = None, **setup_options: Any) -> SparkHostedCluster:
-    """Start Ray on `spark`'s cluster (`ray.util.spark.setup_ray_cluster` with
-    `setup_options` over small-cluster defaults) and `brokers` rafka brokers on it.
-    Everything started is stopped again if a step fails."""
+    """Start Ray on `spark`'s cluster (`ray.util.spark.setup_ray_cluster`, which uses the
+    active SparkSession, with `setup_options` over small-cluster defaults) and `brokers`
+    rafka brokers on it. Everything started is stopped again if a step fails."""
     from ray.util.spark import setup_ray_cluster, shutdown_ray_cluster
 
     from rafka.cluster import Cluster
 
-    if spark.sparkContext is None:
-        raise ValueError("start_cluster_on_spark needs an active SparkSession")
+    log.info("starting Ray on Spark (%s), then %d rafka broker(s)", spark.sparkContext.master, brokers)
     address, _ = setup_ray_cluster(**{**_SETUP_DEFAULTS, **setup_options})
     cluster = Cluster(data_dir or tempfile.mkdtemp(prefix="rafka-on-spark-"), brokers=brokers, first_port=0,
                       config=config, ray_address=address)

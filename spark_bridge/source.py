@@ -73,6 +73,9 @@ def _report_loss(problems: list[str], fail: bool) -> None:
 
 
 class KafkaBatchReader(DataSourceReader):
+    """Plans on the driver (one range per partition, split for minPartitions); each task
+    reads its range on an executor."""
+
     def __init__(self, options: ReadOptions, schema: StructType) -> None:
         self.options = options
         self.arrow_schema = _arrow_schema(schema)
