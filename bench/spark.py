@@ -178,9 +178,11 @@ def main() -> int:
         boot = cluster.bootstrap_servers
         spark = start_spark()
         rate: dict[str, float] = {}
+        runs: list[dict[str, float]] = []
         try:
             for run in range(args.repeat):
-                for kind, value_ in measure(spark, boot, rows, run).items():
+                runs.append(measure(spark, boot, rows, run))
+                for kind, value_ in runs[-1].items():
                     rate[kind] = max(rate.get(kind, 0.0), value_)
         finally:
             spark.stop()
@@ -192,6 +194,11 @@ def main() -> int:
         ratio = rate[f"spark {kind}"] / rate[f"plain {kind}"]
         print(f"batch {kind:6} {rate[f'spark {kind}']:>14,.0f} {rate[f'plain {kind}']:>14,.0f} {ratio:>7.2f} "
               f"{'≥' + str(TARGET):>7} {'yes' if ratio >= TARGET else 'NO':>4} {rate[f'bridge {kind}']:>17,.0f}")
+    # Runs back to back on a shared machine differ a lot; the pairs of each run show by how much.
+    for kind in ("read", "write"):
+        spark_plain = [(r[f"spark {kind}"], r[f"plain {kind}"]) for r in runs]
+        pairs = ", ".join(f"{s:,.0f}/{p:,.0f} = {s / p:.2f}" for s, p in spark_plain)
+        print(f"  {kind} by run (spark/plain): {pairs}")
     return 0
 
 

@@ -8,9 +8,9 @@ topic, checkpointed, with the `rafka` Spark data source (a Kafka job, but for th
 
 Each output record is keyed by the word, its value the word's running count (as text), so a
 compacted topic keeps the latest count per word. Output mode is `complete` (every count,
-each micro-batch): PySpark's Python data source sinks take append and complete, not update. `--available-now` processes what is there
-and stops (run it again later: it resumes from the checkpoint); without it the query runs
-until interrupted.
+each micro-batch): PySpark's Python data source sinks take append and complete, not update.
+`--available-now` processes what is there and stops (run it again later: it resumes from
+the checkpoint); without it the query runs until interrupted.
 """
 from __future__ import annotations
 

@@ -105,6 +105,7 @@ class KafkaLookup:
                 transient = e.args[0].retriable() or e.args[0].name() in _TRANSIENT
                 if attempt == self._options.fetch_offset_retries or not transient:
                     raise
-                log.warning("Kafka lookup failed (%s), retrying in %d ms", e, self._options.fetch_offset_retry_interval_ms)
+                log.warning("Kafka lookup failed (%s), retrying in %d ms", e,
+                            self._options.fetch_offset_retry_interval_ms)
                 time.sleep(self._options.fetch_offset_retry_interval_ms / 1000)
         raise AssertionError("unreachable")

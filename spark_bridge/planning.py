@@ -106,7 +106,8 @@ def _sentinel(offset: int, marks: Watermarks) -> int:
 
 # -- batch ranges --------------------------------------------------------------------------------
 def batch_ranges(start: Mapping[TopicPartition, int], end: Mapping[TopicPartition, int],
-                 marks: Mapping[TopicPartition, Watermarks], fail_on_data_loss: bool) -> tuple[list[OffsetRange], list[str]]:
+                 marks: Mapping[TopicPartition, Watermarks],
+                 fail_on_data_loss: bool) -> tuple[list[OffsetRange], list[str]]:
     """One range per partition; a start below the log start is data loss (moved up when
     not failing). Returns the ranges and the data-loss problems found."""
     ranges, problems = [], []

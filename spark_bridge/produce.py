@@ -51,7 +51,8 @@ class RowWriter:
 
     def _delivered(self, err: object, msg: object) -> None:
         if err is not None:
-            self._errors.append(f"{err} (topic {msg.topic()}, partition {msg.partition()})")  # type: ignore[attr-defined]
+            where = f"topic {msg.topic()}, partition {msg.partition()}"  # type: ignore[attr-defined]
+            self._errors.append(f"{err} ({where})")
 
     def write(self, batch: pa.RecordBatch) -> None:
         """Queue every row of `batch`; raises the first Kafka error seen so far."""

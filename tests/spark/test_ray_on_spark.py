@@ -80,7 +80,8 @@ def assert_nothing_left_in(netns: str) -> None:
     try:
         wait_until(lambda: not processes_in(netns), timeout_s=30, message=f"every process in {netns} gone")
     except AssertionError:
-        left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200] for pid in processes_in(netns)}
+        left = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")[:200]
+                for pid in processes_in(netns)}
         for pid in left:
             os.kill(pid, signal.SIGKILL)
         raise AssertionError(f"processes left behind in {netns}: {left}") from None
