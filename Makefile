@@ -1,5 +1,6 @@
 # Quick start: `make demo` (bring up a broker and round-trip a million records) and
-# `make test`. Both install what is missing: the project virtualenv, and Apache
+# `make test`. Both install what is missing: the project virtualenv (with the Spark
+# bridge's extra: PySpark, which runs on the same Java 17 as ZooKeeper), and Apache
 # ZooKeeper (Debian's `zookeeper` package, plus a Java runtime) plus kcat when running as root.
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -30,7 +31,7 @@ venv: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	@touch $@
 
 # ZooKeeper comes from Debian's package (its jars are run with java by rafka itself,

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Installs what rafka needs from Debian when it is missing: Java, Apache ZooKeeper's
-# jars (package `zookeeper`) and kcat. Never starts a system service.
+# Installs what rafka needs from Debian when it is missing: Java (17+, for ZooKeeper and
+# PySpark), Apache ZooKeeper's jars (package `zookeeper`) and kcat. Never starts a system service.
 set -euo pipefail
 missing=()
 command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+# PySpark 4 (the Spark bridge's tests) needs Java 17 or later; Debian 12's default is 17.
+if command -v java >/dev/null 2>&1; then
+  java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+  [ "${java_major:-0}" -ge 17 ] || missing+=(openjdk-17-jre-headless)
+fi
 [ -f /usr/share/java/zookeeper.jar ] || missing+=(zookeeper)
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
 [ ${#missing[@]} -eq 0 ] && exit 0
