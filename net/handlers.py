@@ -16,6 +16,7 @@ from rafka.common.errors import ErrorCode, UnsupportedVersionError
 from rafka.common.types import INTERNAL_TOPICS, TopicPartition, topic_name_problem
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.common.metadata import ClusterMetadata
+from rafka.net.auto_create import TopicAutoCreator
 from rafka.net.config_handlers import CONFIG_APIS, ConfigApis
 from rafka.net.group_handlers import GROUP_APIS, UNKNOWN_AUTHORIZED_OPERATIONS, GroupApis, RequestContext
 from rafka.net.protocol import apis, codec
@@ -45,6 +46,9 @@ class BrokerServices(Protocol):
                             timeout_ms: int) -> list[TopicResult]: ...
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]: ...
+
+    async def ensure_offsets_topic(self) -> None:
+        """Create `__consumer_offsets` as the group coordinator wants it, if it is missing."""
 
     async def init_producer_id(self, producer_id: int, producer_epoch: int) -> tuple[ErrorCode, int, int]:
         """(error, producer id, epoch) for a producer without a transactional id."""
@@ -84,6 +88,7 @@ class RequestDispatcher:
     def __init__(self, services: BrokerServices) -> None:
         self._services = services
         self._ranges = _advertised_ranges()
+        self._auto_creator = TopicAutoCreator(services, services.broker_id)
         self._handlers: dict[int, Callable[[int, dict], Awaitable[dict | None]]] = {
             API_VERSIONS: self._api_versions,
             METADATA: self._metadata,
@@ -156,8 +161,9 @@ class RequestDispatcher:
                     names.append(name)
             missing = [n for n in names if n not in meta.topics and topic_name_problem(n) is None]
             if missing and auto_create:
-                await services.create_topics([TopicSpec(n) for n in missing], False, 0)
-                meta = services.metadata
+                # Answered at once, LEADER_NOT_AVAILABLE until the topic exists (Kafka's way):
+                # waiting here would hold every later request of this connection.
+                self._auto_creator.create(missing)
         topics = []
         for name in names:
             problem = topic_name_problem(name)
