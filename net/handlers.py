@@ -227,7 +227,12 @@ class RequestDispatcher:
                     continue
                 err, channel = self._leader_channel(topic, index)
                 records = pdata["records"]
-                if err is ErrorCode.NONE and not records:
+                if err is not ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and topic in INTERNAL_TOPICS:
+                    # Kafka's ReplicaManager refuses clients' writes to internal topics: only the
+                    # group (and transaction) coordinators write there, through their own path
+                    # (`Frontend.append`), and one junk record could break a partition's groups.
+                    err = ErrorCode.INVALID_TOPIC_EXCEPTION
+                elif err is ErrorCode.NONE and not records:
                     err = ErrorCode.CORRUPT_MESSAGE
                 if err is not ErrorCode.NONE:
                     jobs.append((topic, index, err))
@@ -239,7 +244,10 @@ class RequestDispatcher:
             return None
         by_topic: dict[str, list[dict]] = {}
         for topic, index, job in jobs:
-            if isinstance(job, ErrorCode):
+            if job is ErrorCode.INVALID_TOPIC_EXCEPTION:
+                entry = {"index": index, "error_code": job, "base_offset": -1,
+                         "error_message": f"Cannot append to internal topic {topic}"}
+            elif isinstance(job, ErrorCode):
                 entry = {"index": index, "error_code": job, "base_offset": -1}
             else:
                 result = next(done)
