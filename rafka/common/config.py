@@ -30,10 +30,15 @@ def _parse_list(text: str) -> tuple[str, ...]:
 
 
 def _parse_cleanup_policy(text: str) -> tuple[str, ...]:
-    """`delete`, `compact` or both (Kafka's cleanup.policy list); anything else is refused."""
+    """`delete`, `compact`, both, or neither (Kafka's cleanup.policy list); anything else is refused.
+
+    Kafka 3.9 validates the list item by item (`ConfigDef.ValidList.in("compact", "delete")`),
+    so an empty list is valid (IncrementalAlterConfigs SUBTRACT of the last policy gives one):
+    no retention and no compaction; only segments below the log start offset are deleted,
+    and DeleteRecords is refused (POLICY_VIOLATION), as with `compact` alone.
+    """
     policies = tuple(p.lower() for p in _parse_list(text))
-    unknown = [p for p in policies if p not in ("delete", "compact")]
-    if unknown or not policies:
+    if any(p not in ("delete", "compact") for p in policies):
         raise ValueError("String must be one of: compact, delete")
     return policies
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rafka.common.config import BrokerConfig
+from rafka.common.config import BrokerConfig, LogConfig
 from rafka.common.errors import InvalidConfigError, InvalidRequestError
 from rafka.common.topic_configs import (
     AlterOp, ConfigSource, ConfigType, apply_incremental, describe_broker, describe_topic, validate_overrides,
@@ -73,3 +73,18 @@ def test_validation_is_createtopics_validation():
         validate_overrides({"retention.ms": "soon"})
     with pytest.raises(InvalidConfigError):
         validate_overrides({"no.such.config": "1"})
+
+
+def test_subtracting_the_last_cleanup_policy_leaves_an_empty_list_which_is_valid():
+    """Kafka 3.9's cleanup.policy validator (ConfigDef.ValidList.in("compact", "delete")) checks
+    each item and so accepts an empty list: neither retention nor compaction; only segments
+    below the log start offset go (UnifiedLog.deleteOldSegments), and DeleteRecords is refused."""
+    emptied = apply_incremental({}, [("cleanup.policy", AlterOp.SUBTRACT, "delete")])
+    assert emptied == {"cleanup.policy": ""}
+    validate_overrides(emptied)
+    config = LogConfig().with_overrides(emptied)
+    assert config.cleanup_policy == () and not config.delete and not config.compact
+    assert by_name(describe_topic(BrokerConfig(), emptied))["cleanup.policy"].value == ""
+    assert BrokerConfig.from_mapping({"log.cleanup.policy": ""}).log_cleanup_policy == ()
+    with pytest.raises(InvalidConfigError, match="compact, delete"):
+        validate_overrides({"cleanup.policy": "delete,forever"})
