@@ -307,11 +307,16 @@ class BrokerConfig:
     rack: str = ""
     broker_rack: str = ""
     unused: tuple[str, ...] = field(default=(), compare=False)
+    # The known keys as the properties gave them (name, text), coarse units included: DescribeConfigs
+    # reports these as STATIC_BROKER_CONFIG even where the value is Kafka's default.
+    given: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @classmethod
     def from_mapping(cls, props: Mapping[str, Any]) -> "BrokerConfig":
         """Kafka-named settings; `log.retention.hours`/`.minutes` and `log.roll.hours` (and
         the jitter) stand in for the `.ms` key when it is absent, as in Kafka."""
+        given = tuple(sorted((name, str(raw)) for name, raw in props.items()
+                             if name in _BY_NAME or name in COARSE_UNIT_DEFAULTS))
         props = _with_coarse_units(props)
         values: dict[str, Any] = {}
         unused = []
@@ -323,7 +328,7 @@ class BrokerConfig:
             values[name.replace(".", "_")] = key.convert(raw)
         for name in unused:
             log.info("The configuration '%s' was supplied but isn't a known config.", name)
-        return cls(**values, unused=tuple(unused))
+        return cls(**values, unused=tuple(unused), given=given)
 
     @classmethod
     def from_properties(cls, path: str | Path) -> "BrokerConfig":
@@ -336,7 +341,7 @@ class BrokerConfig:
         """Kafka-named string form, for handing a config to another process."""
         out = {}
         for f in fields(self):
-            if f.name == "unused":
+            if f.name in ("unused", "given"):
                 continue
             value = getattr(self, f.name)
             name = f.name.replace("_", ".")
@@ -360,6 +365,11 @@ class BrokerConfig:
             replica_lag_time_max_ms=self.replica_lag_time_max_ms,
         )
 
+
+# Kafka 3.9's defaults of the coarse spellings (KafkaConfig: INT keys; None: no default).
+COARSE_UNIT_DEFAULTS: dict[str, int | None] = {
+    "log.retention.minutes": None, "log.retention.hours": 168, "log.roll.hours": 168, "log.roll.jitter.hours": 0,
+}
 
 # Coarser spellings Kafka accepts for a `.ms` key, finest first: (ms key, [(name, factor)]).
 _COARSE_UNITS = (

@@ -88,3 +88,34 @@ def test_subtracting_the_last_cleanup_policy_leaves_an_empty_list_which_is_valid
     assert BrokerConfig.from_mapping({"log.cleanup.policy": ""}).log_cleanup_policy == ()
     with pytest.raises(InvalidConfigError, match="compact, delete"):
         validate_overrides({"cleanup.policy": "delete,forever"})
+
+
+def test_broker_keys_set_in_server_properties_are_static_and_typed_as_kafka_types_them():
+    """Kafka's DescribeConfigs of a broker: a key given in server.properties is STATIC_BROKER_CONFIG
+    even when its value is Kafka's default; types are KafkaConfig's (num.partitions is an INT,
+    offsets.topic.replication.factor a SHORT); the coarse retention/roll keys are listed too."""
+    broker = BrokerConfig.from_mapping({"broker.id": "0", "message.max.bytes": "1048588", "num.partitions": "3",
+                                        "log.retention.hours": "72"})
+    entries = by_name(describe_broker(broker))
+    rows = {name: (entries[name].value, entries[name].source, entries[name].type) for name in (
+        "broker.id", "message.max.bytes", "num.partitions", "log.retention.hours", "log.retention.minutes",
+        "log.retention.ms", "log.segment.bytes", "offsets.topic.replication.factor", "log.roll.hours",
+        "log.cleanup.policy", "log.dirs")}
+    assert rows == {
+        "broker.id": ("0", ConfigSource.STATIC_BROKER_CONFIG, ConfigType.INT),
+        "message.max.bytes": ("1048588", ConfigSource.STATIC_BROKER_CONFIG, ConfigType.INT),
+        "num.partitions": ("3", ConfigSource.STATIC_BROKER_CONFIG, ConfigType.INT),
+        "log.retention.hours": ("72", ConfigSource.STATIC_BROKER_CONFIG, ConfigType.INT),
+        "log.retention.minutes": (None, ConfigSource.DEFAULT_CONFIG, ConfigType.INT),
+        "log.retention.ms": (str(72 * 3_600_000), ConfigSource.STATIC_BROKER_CONFIG, ConfigType.LONG),
+        "log.segment.bytes": (str(1 << 30), ConfigSource.DEFAULT_CONFIG, ConfigType.INT),
+        "offsets.topic.replication.factor": ("3", ConfigSource.DEFAULT_CONFIG, ConfigType.SHORT),
+        "log.roll.hours": ("168", ConfigSource.DEFAULT_CONFIG, ConfigType.INT),
+        "log.cleanup.policy": ("delete", ConfigSource.DEFAULT_CONFIG, ConfigType.LIST),
+        "log.dirs": ("/tmp/kafka-logs", ConfigSource.DEFAULT_CONFIG, ConfigType.STRING),
+    }
+    assert [e.name for e in describe_broker(broker, ["log.retention.hours", "nope"])] == ["log.retention.hours"]
+    # A topic's synonym for a broker key given in server.properties is static too.
+    synonyms = by_name(describe_topic(broker, {}))["max.message.bytes"].synonyms
+    assert [(s.name, s.source) for s in synonyms] == [("message.max.bytes", ConfigSource.STATIC_BROKER_CONFIG),
+                                                      ("message.max.bytes", ConfigSource.DEFAULT_CONFIG)]
