@@ -16,6 +16,7 @@ from rafka.common.errors import ErrorCode, UnsupportedVersionError
 from rafka.common.types import INTERNAL_TOPICS, TopicPartition, topic_name_problem
 from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.common.metadata import ClusterMetadata
+from rafka.net.auto_create import TopicAutoCreator
 from rafka.net.config_handlers import CONFIG_APIS, ConfigApis
 from rafka.net.group_handlers import GROUP_APIS, UNKNOWN_AUTHORIZED_OPERATIONS, GroupApis, RequestContext
 from rafka.net.protocol import apis, codec
@@ -47,6 +48,9 @@ class BrokerServices(Protocol):
                             timeout_ms: int) -> list[TopicResult]: ...
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]: ...
+
+    async def ensure_offsets_topic(self) -> None:
+        """Create `__consumer_offsets` as the group coordinator wants it, if it is missing."""
 
     async def init_producer_id(self, producer_id: int, producer_epoch: int) -> tuple[ErrorCode, int, int]:
         """(error, producer id, epoch) for a producer without a transactional id."""
@@ -86,6 +90,7 @@ class RequestDispatcher:
     def __init__(self, services: BrokerServices) -> None:
         self._services = services
         self._ranges = _advertised_ranges()
+        self._auto_creator = TopicAutoCreator(services, services.broker_id)
         self._handlers: dict[int, Callable[[int, dict], Awaitable[dict | None]]] = {
             API_VERSIONS: self._api_versions,
             METADATA: self._metadata,
@@ -159,8 +164,9 @@ class RequestDispatcher:
                     names.append(name)
             missing = [n for n in names if n not in meta.topics and topic_name_problem(n) is None]
             if missing and auto_create:
-                await services.create_topics([TopicSpec(n) for n in missing], False, 0)
-                meta = services.metadata
+                # Answered at once, LEADER_NOT_AVAILABLE until the topic exists (Kafka's way):
+                # waiting here would hold every later request of this connection.
+                self._auto_creator.create(missing)
         topics = []
         for name in names:
             problem = topic_name_problem(name)
@@ -215,7 +221,12 @@ class RequestDispatcher:
                     continue
                 err, channel = self._leader_channel(topic, index)
                 records = pdata["records"]
-                if err is ErrorCode.NONE and not records:
+                if err is not ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and topic in INTERNAL_TOPICS:
+                    # Kafka's ReplicaManager refuses clients' writes to internal topics: only the
+                    # group (and transaction) coordinators write there, through their own path
+                    # (`Frontend.append`), and one junk record could break a partition's groups.
+                    err = ErrorCode.INVALID_TOPIC_EXCEPTION
+                elif err is ErrorCode.NONE and not records:
                     err = ErrorCode.CORRUPT_MESSAGE
                 if err is not ErrorCode.NONE:
                     jobs.append((topic, index, err))
@@ -227,7 +238,10 @@ class RequestDispatcher:
             return None
         by_topic: dict[str, list[dict]] = {}
         for topic, index, job in jobs:
-            if isinstance(job, ErrorCode):
+            if job is ErrorCode.INVALID_TOPIC_EXCEPTION:
+                entry = {"index": index, "error_code": job, "base_offset": -1,
+                         "error_message": f"Cannot append to internal topic {topic}"}
+            elif isinstance(job, ErrorCode):
                 entry = {"index": index, "error_code": job, "base_offset": -1}
             else:
                 result = next(done)

@@ -137,12 +137,25 @@ class GroupCoordinator:
 
     async def _load(self, partition: int) -> None:
         started = time.monotonic()
+        skipped = 0
+
+        def skip(reason: str) -> None:
+            # One unreadable record (junk, or a bug of ours) must not leave the partition's
+            # groups without a coordinator for good: skip it, say so, load the rest.
+            nonlocal skipped
+            skipped += 1
+            self._log.warning("skipped an unreadable record of %s-%d: %s", OFFSETS_TOPIC, partition, reason)
+
         try:
             count = 0
             open_transactions: dict = {}
             async for batch in self._storage.read(partition):
-                for key, value in records.replay(batch, open_transactions=open_transactions):
-                    self.offsets.apply(key, value)
+                for key, value in records.replay(batch, open_transactions=open_transactions, on_unreadable=skip):
+                    try:
+                        self.offsets.apply(key, value)
+                    except records.OffsetsRecordError as e:
+                        skip(str(e))
+                        continue
                     count += 1
             now = self._clock_ms()
             for group_id in self.offsets.groups():
@@ -150,8 +163,8 @@ class GroupCoordinator:
                 if snapshot is not None and self.partition_for(group_id) == partition:
                     self.state.load(snapshot, now)
             self._owned.add(partition)
-            self._log.info("loaded %s-%d: %d records in %.3f s", OFFSETS_TOPIC, partition, count,
-                           time.monotonic() - started)
+            self._log.info("loaded %s-%d: %d records (%d unreadable, skipped) in %.3f s", OFFSETS_TOPIC, partition,
+                           count, skipped, time.monotonic() - started)
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - retried on the next leadership update

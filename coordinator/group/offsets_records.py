@@ -28,7 +28,7 @@ Pure functions, no I/O. The records go to the log in one v2 batch per write
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from rafka.coordinator.group.group_messages import (
@@ -341,7 +341,8 @@ def encode_offsets_batch(pairs: Sequence[KeyValue], timestamp_ms: int) -> bytes:
 # -- records read back -------------------------------------------------------------------------
 
 def replay(batches: bytes | bytearray | memoryview, *,
-           open_transactions: dict[int, list[KeyValue]] | None = None) -> Iterator[KeyValue]:
+           open_transactions: dict[int, list[KeyValue]] | None = None,
+           on_unreadable: Callable[[str], None] | None = None) -> Iterator[KeyValue]:
     """The (key, value | None) records of a `__consumer_offsets` partition read from its log
     (concatenated v2 batches), in log order, as Kafka's `doLoadGroupsAndOffsets` applies them.
 
@@ -352,10 +353,18 @@ def replay(batches: bytes | bytearray | memoryview, *,
     ABORT drops them. Held commits of transactions still open at the end go to
     `open_transactions` (producer id -> records) when it is given, and are otherwise dropped.
     Control batches yield nothing. A trailing incomplete batch (a read cut at a size limit)
-    is ignored. Raises CorruptRecordError for a bad batch (CRC, lengths) and
-    OffsetsRecordError for a record without a key; keys of unknown versions pass through
-    (the consumer decides: `OffsetStore.apply` skips them, as Kafka's loader does).
+    is ignored. Raises CorruptRecordError for a bad batch (CRC, lengths). A record without a
+    key, or a control record or transactional key it cannot read, raises OffsetsRecordError,
+    or, when `on_unreadable` is given, is reported to it (with its offset in the message) and
+    skipped: a loader must not give up a whole partition for one bad record. Keys of unknown
+    versions pass through (the consumer decides: `OffsetStore.apply` skips them, as Kafka's
+    loader does).
     """
+    def unreadable(reason: str) -> None:
+        if on_unreadable is None:
+            raise OffsetsRecordError(reason)
+        on_unreadable(reason)
+
     mv = batches if isinstance(batches, memoryview) else memoryview(batches)
     # producer id -> offset key -> (base offset of its batch, key bytes, value bytes)
     pending: dict[int, dict[OffsetKey, tuple[int, bytes, bytes]]] = {}
@@ -368,7 +377,8 @@ def replay(batches: bytes | bytearray | memoryview, *,
                 continue
             marker = records[0].key
             if marker is None or len(marker) < 4:
-                raise OffsetsRecordError(f"control record at offset {records[0].offset} has a bad key")
+                unreadable(f"control record at offset {records[0].offset} has a bad key")
+                continue
             _, kind = struct.unpack_from(">hh", marker)
             held = pending.pop(header.producer_id, {})
             if kind == _CONTROL_COMMIT:
@@ -380,8 +390,13 @@ def replay(batches: bytes | bytearray | memoryview, *,
             continue
         for record in records:
             if record.key is None:
-                raise OffsetsRecordError(f"record at offset {record.offset} of __consumer_offsets has no key")
-            k = _offset_key_or_none(record.key) if header.is_transactional or pending else None
+                unreadable(f"record at offset {record.offset} of __consumer_offsets has no key")
+                continue
+            try:
+                k = _offset_key_or_none(record.key) if header.is_transactional or pending else None
+            except OffsetsRecordError as e:
+                unreadable(f"record at offset {record.offset}: {e}")
+                continue
             if k is not None and header.is_transactional:
                 held = pending.setdefault(header.producer_id, {})
                 if record.value is None:

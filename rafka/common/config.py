@@ -30,10 +30,15 @@ def _parse_list(text: str) -> tuple[str, ...]:
 
 
 def _parse_cleanup_policy(text: str) -> tuple[str, ...]:
-    """`delete`, `compact` or both (Kafka's cleanup.policy list); anything else is refused."""
+    """`delete`, `compact`, both, or neither (Kafka's cleanup.policy list); anything else is refused.
+
+    Kafka 3.9 validates the list item by item (`ConfigDef.ValidList.in("compact", "delete")`),
+    so an empty list is valid (IncrementalAlterConfigs SUBTRACT of the last policy gives one):
+    no retention and no compaction; only segments below the log start offset are deleted,
+    and DeleteRecords is refused (POLICY_VIOLATION), as with `compact` alone.
+    """
     policies = tuple(p.lower() for p in _parse_list(text))
-    unknown = [p for p in policies if p not in ("delete", "compact")]
-    if unknown or not policies:
+    if any(p not in ("delete", "compact") for p in policies):
         raise ValueError("String must be one of: compact, delete")
     return policies
 
@@ -306,11 +311,16 @@ class BrokerConfig:
     rack: str = ""
     broker_rack: str = ""
     unused: tuple[str, ...] = field(default=(), compare=False)
+    # The known keys as the properties gave them (name, text), coarse units included: DescribeConfigs
+    # reports these as STATIC_BROKER_CONFIG even where the value is Kafka's default.
+    given: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     @classmethod
     def from_mapping(cls, props: Mapping[str, Any]) -> "BrokerConfig":
         """Kafka-named settings; `log.retention.hours`/`.minutes` and `log.roll.hours` (and
         the jitter) stand in for the `.ms` key when it is absent, as in Kafka."""
+        given = tuple(sorted((name, str(raw)) for name, raw in props.items()
+                             if name in _BY_NAME or name in COARSE_UNIT_DEFAULTS))
         props = _with_coarse_units(props)
         values: dict[str, Any] = {}
         unused = []
@@ -322,7 +332,7 @@ class BrokerConfig:
             values[name.replace(".", "_")] = key.convert(raw)
         for name in unused:
             log.info("The configuration '%s' was supplied but isn't a known config.", name)
-        return cls(**values, unused=tuple(unused))
+        return cls(**values, unused=tuple(unused), given=given)
 
     @classmethod
     def from_properties(cls, path: str | Path) -> "BrokerConfig":
@@ -335,7 +345,7 @@ class BrokerConfig:
         """Kafka-named string form, for handing a config to another process."""
         out = {}
         for f in fields(self):
-            if f.name == "unused":
+            if f.name in ("unused", "given"):
                 continue
             value = getattr(self, f.name)
             name = f.name.replace("_", ".")
@@ -359,6 +369,11 @@ class BrokerConfig:
             replica_lag_time_max_ms=self.replica_lag_time_max_ms,
         )
 
+
+# Kafka 3.9's defaults of the coarse spellings (KafkaConfig: INT keys; None: no default).
+COARSE_UNIT_DEFAULTS: dict[str, int | None] = {
+    "log.retention.minutes": None, "log.retention.hours": 168, "log.roll.hours": 168, "log.roll.jitter.hours": 0,
+}
 
 # Coarser spellings Kafka accepts for a `.ms` key, finest first: (ms key, [(name, factor)]).
 _COARSE_UNITS = (

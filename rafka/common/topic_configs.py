@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Iterable, Mapping
 
-from rafka.common.config import BROKER_KEYS, BrokerConfig, ConfigKey, LogConfig
+from rafka.common.config import BROKER_KEYS, COARSE_UNIT_DEFAULTS, BrokerConfig, ConfigKey, LogConfig
 from rafka.common.errors import InvalidConfigError, InvalidRequestError
 
 
@@ -29,6 +29,7 @@ class ConfigType(IntEnum):
     BOOLEAN = 1
     STRING = 2
     INT = 3
+    SHORT = 4
     LONG = 5
     DOUBLE = 6
     LIST = 7
@@ -102,6 +103,48 @@ def _type_of(key: ConfigKey) -> ConfigType:
     return ConfigType.STRING
 
 
+# Each broker key's type as Kafka 3.9's KafkaConfig defines it (listeners and log.dirs are
+# STRINGs there, offsets.topic.replication.factor a SHORT); `rack` is rafka's own.
+BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
+    **{name: ConfigType.STRING for name in (
+        "listeners", "advertised.listeners", "log.dirs", "zookeeper.connect", "log.message.timestamp.type",
+        "rack", "broker.rack")},
+    **{name: ConfigType.BOOLEAN for name in ("auto.create.topics.enable", "log.cleaner.enable", "log.preallocate")},
+    **{name: ConfigType.INT for name in (
+        "broker.id", "zookeeper.session.timeout.ms", "num.partitions", "default.replication.factor",
+        "message.max.bytes", "log.segment.bytes", "log.index.interval.bytes", "log.index.size.max.bytes",
+        "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
+        "log.cleaner.threads", "log.cleaner.io.buffer.size", "min.insync.replicas", "producer.id.expiration.ms",
+        "producer.id.expiration.check.interval.ms", "transactional.id.expiration.ms",
+        "offsets.topic.num.partitions", "offsets.topic.segment.bytes", "offsets.retention.minutes",
+        "offsets.commit.timeout.ms", "offset.metadata.max.bytes", "group.min.session.timeout.ms",
+        "group.max.session.timeout.ms", "group.initial.rebalance.delay.ms", "group.max.size",
+        *COARSE_UNIT_DEFAULTS)},
+    "offsets.topic.replication.factor": ConfigType.SHORT,
+    **{name: ConfigType.LONG for name in (
+        "log.flush.interval.messages", "log.flush.interval.ms", "log.flush.scheduler.interval.ms", "log.roll.ms",
+        "log.roll.jitter.ms", "log.retention.ms", "log.retention.bytes", "log.retention.check.interval.ms",
+        "log.segment.delete.delay.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms",
+        "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
+        "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms", "replica.lag.time.max.ms",
+        "offsets.retention.check.interval.ms")},
+    "log.cleaner.min.cleanable.ratio": ConfigType.DOUBLE,
+    "log.cleanup.policy": ConfigType.LIST,
+}
+# The `.ms` key each coarse spelling stands in for.
+_COARSE_FOR = {"log.retention.minutes": "log.retention.ms", "log.retention.hours": "log.retention.ms",
+               "log.roll.hours": "log.roll.ms", "log.roll.jitter.hours": "log.roll.jitter.ms"}
+
+
+def _broker_source(broker: BrokerConfig, key: ConfigKey, value: str) -> ConfigSource:
+    """STATIC_BROKER_CONFIG for a key given in server.properties (itself or a coarse spelling of
+    it), whatever its value, or one set otherwise to a value other than Kafka's default."""
+    given = {name for name, _ in broker.given}
+    if key.name in given or any(_COARSE_FOR[c] == key.name for c in given & set(_COARSE_FOR)):
+        return ConfigSource.STATIC_BROKER_CONFIG
+    return ConfigSource.STATIC_BROKER_CONFIG if value != render(key.default) else ConfigSource.DEFAULT_CONFIG
+
+
 def describe_topic(broker: BrokerConfig, overrides: Mapping[str, str],
                    names: Iterable[str] | None = None) -> list[ConfigEntry]:
     """Every topic config (or just `names`, unknown ones skipped as Kafka does), effective value first.
@@ -120,7 +163,7 @@ def describe_topic(broker: BrokerConfig, overrides: Mapping[str, str],
         synonyms: list[Synonym] = []
         if topic_name in overrides:
             synonyms.append(Synonym(topic_name, overrides[topic_name], ConfigSource.DYNAMIC_TOPIC_CONFIG))
-        if broker_value != default_value:
+        if _broker_source(broker, key, broker_value) is ConfigSource.STATIC_BROKER_CONFIG:
             synonyms.append(Synonym(key.name, broker_value, ConfigSource.STATIC_BROKER_CONFIG))
         synonyms.append(Synonym(key.name, default_value, ConfigSource.DEFAULT_CONFIG))
         entries.append(ConfigEntry(topic_name, synonyms[0].value, synonyms[0].source, _type_of(key), key.doc,
@@ -135,17 +178,30 @@ def describe_topic(broker: BrokerConfig, overrides: Mapping[str, str],
 
 
 def describe_broker(broker: BrokerConfig, names: Iterable[str] | None = None) -> list[ConfigEntry]:
-    """The broker's configs (read-only: rafka has no dynamic broker configs yet)."""
+    """The broker's configs (read-only: rafka has no dynamic broker configs yet), typed as
+    Kafka's KafkaConfig types them, sorted by name. A key given in server.properties is
+    STATIC_BROKER_CONFIG (Kafka's ConfigSource 4) even at its default value. The coarse
+    spellings `log.retention.hours`/`.minutes`, `log.roll.hours` and `log.roll.jitter.hours`
+    are listed as Kafka lists them: as given, else their default (none for the minutes)."""
     wanted = None if names is None else set(names)
+    given = dict(broker.given)
     entries = []
-    for key in sorted(BROKER_KEYS, key=lambda k: k.name):
+    for key in BROKER_KEYS:
         if wanted is not None and key.name not in wanted:
             continue
-        value, default = render(getattr(broker, key.name.replace(".", "_"))), render(key.default)
-        source = ConfigSource.STATIC_BROKER_CONFIG if value != default else ConfigSource.DEFAULT_CONFIG
-        entries.append(ConfigEntry(key.name, value, source, _type_of(key), key.doc,
+        value = render(getattr(broker, key.name.replace(".", "_")))
+        source = _broker_source(broker, key, value)
+        entries.append(ConfigEntry(key.name, value, source, BROKER_CONFIG_TYPES[key.name], key.doc,
                                    (Synonym(key.name, value, source),), read_only=True))
-    return entries
+    for name, default in COARSE_UNIT_DEFAULTS.items():
+        if wanted is not None and name not in wanted:
+            continue
+        value, source = (given[name], ConfigSource.STATIC_BROKER_CONFIG) if name in given else (
+            None if default is None else str(default), ConfigSource.DEFAULT_CONFIG)
+        entries.append(ConfigEntry(name, value, source, BROKER_CONFIG_TYPES[name],
+                                   f"Retention or roll time in coarser units; {_COARSE_FOR[name]} wins when set.",
+                                   (Synonym(name, value, source),), read_only=True))
+    return sorted(entries, key=lambda e: e.name)
 
 
 def validate_overrides(overrides: Mapping[str, str]) -> None:

@@ -77,3 +77,27 @@ def test_incremental_alter_is_applied_by_the_replicas_at_once(bootstrap):
         raise AssertionError("an unknown topic was altered")
     except KafkaException as e:
         assert e.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+def test_subtracting_delete_from_cleanup_policy_leaves_it_empty_as_kafka_allows(bootstrap):
+    """confluent-kafka-python's own integration test SUBTRACTs `delete` from `[delete]`; Kafka's
+    list validator accepts the empty list (no retention, no compaction)."""
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+
+    topic = f"configs-empty-policy-{uuid.uuid4().hex[:6]}"
+    create_topic(bootstrap, topic, 1)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        subtract = ConfigResource("topic", topic, incremental_configs=[
+            ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT)])
+        admin.incremental_alter_configs([subtract])[subtract].result(30)
+        configs = list(admin.describe_configs([ConfigResource("topic", topic)]).values())[0].result(30)
+        assert configs["cleanup.policy"].value == ""
+        assert configs["cleanup.policy"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+        append = ConfigResource("topic", topic, incremental_configs=[
+            ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)])
+        admin.incremental_alter_configs([append])[append].result(30)
+        configs = list(admin.describe_configs([ConfigResource("topic", topic)]).values())[0].result(30)
+        assert configs["cleanup.policy"].value == "compact"
+    finally:
+        admin.delete_topics([topic])[topic].result(30)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rafka.common.config import BrokerConfig
+from rafka.common.config import BrokerConfig, LogConfig
 from rafka.common.errors import InvalidConfigError, InvalidRequestError
 from rafka.common.topic_configs import (
     AlterOp, ConfigSource, ConfigType, apply_incremental, describe_broker, describe_topic, validate_overrides,
@@ -73,3 +73,49 @@ def test_validation_is_createtopics_validation():
         validate_overrides({"retention.ms": "soon"})
     with pytest.raises(InvalidConfigError):
         validate_overrides({"no.such.config": "1"})
+
+
+def test_subtracting_the_last_cleanup_policy_leaves_an_empty_list_which_is_valid():
+    """Kafka 3.9's cleanup.policy validator (ConfigDef.ValidList.in("compact", "delete")) checks
+    each item and so accepts an empty list: neither retention nor compaction; only segments
+    below the log start offset go (UnifiedLog.deleteOldSegments), and DeleteRecords is refused."""
+    emptied = apply_incremental({}, [("cleanup.policy", AlterOp.SUBTRACT, "delete")])
+    assert emptied == {"cleanup.policy": ""}
+    validate_overrides(emptied)
+    config = LogConfig().with_overrides(emptied)
+    assert config.cleanup_policy == () and not config.delete and not config.compact
+    assert by_name(describe_topic(BrokerConfig(), emptied))["cleanup.policy"].value == ""
+    assert BrokerConfig.from_mapping({"log.cleanup.policy": ""}).log_cleanup_policy == ()
+    with pytest.raises(InvalidConfigError, match="compact, delete"):
+        validate_overrides({"cleanup.policy": "delete,forever"})
+
+
+def test_broker_keys_set_in_server_properties_are_static_and_typed_as_kafka_types_them():
+    """Kafka's DescribeConfigs of a broker: a key given in server.properties is STATIC_BROKER_CONFIG
+    even when its value is Kafka's default; types are KafkaConfig's (num.partitions is an INT,
+    offsets.topic.replication.factor a SHORT); the coarse retention/roll keys are listed too."""
+    broker = BrokerConfig.from_mapping({"broker.id": "0", "message.max.bytes": "1048588", "num.partitions": "3",
+                                        "log.retention.hours": "72"})
+    entries = by_name(describe_broker(broker))
+    rows = {name: (entries[name].value, entries[name].source, entries[name].type) for name in (
+        "broker.id", "message.max.bytes", "num.partitions", "log.retention.hours", "log.retention.minutes",
+        "log.retention.ms", "log.segment.bytes", "offsets.topic.replication.factor", "log.roll.hours",
+        "log.cleanup.policy", "log.dirs")}
+    assert rows == {
+        "broker.id": ("0", ConfigSource.STATIC_BROKER_CONFIG, ConfigType.INT),
+        "message.max.bytes": ("1048588", ConfigSource.STATIC_BROKER_CONFIG, ConfigType.INT),
+        "num.partitions": ("3", ConfigSource.STATIC_BROKER_CONFIG, ConfigType.INT),
+        "log.retention.hours": ("72", ConfigSource.STATIC_BROKER_CONFIG, ConfigType.INT),
+        "log.retention.minutes": (None, ConfigSource.DEFAULT_CONFIG, ConfigType.INT),
+        "log.retention.ms": (str(72 * 3_600_000), ConfigSource.STATIC_BROKER_CONFIG, ConfigType.LONG),
+        "log.segment.bytes": (str(1 << 30), ConfigSource.DEFAULT_CONFIG, ConfigType.INT),
+        "offsets.topic.replication.factor": ("3", ConfigSource.DEFAULT_CONFIG, ConfigType.SHORT),
+        "log.roll.hours": ("168", ConfigSource.DEFAULT_CONFIG, ConfigType.INT),
+        "log.cleanup.policy": ("delete", ConfigSource.DEFAULT_CONFIG, ConfigType.LIST),
+        "log.dirs": ("/tmp/kafka-logs", ConfigSource.DEFAULT_CONFIG, ConfigType.STRING),
+    }
+    assert [e.name for e in describe_broker(broker, ["log.retention.hours", "nope"])] == ["log.retention.hours"]
+    # A topic's synonym for a broker key given in server.properties is static too.
+    synonyms = by_name(describe_topic(broker, {}))["max.message.bytes"].synonyms
+    assert [(s.name, s.source) for s in synonyms] == [("message.max.bytes", ConfigSource.STATIC_BROKER_CONFIG),
+                                                      ("message.max.bytes", ConfigSource.DEFAULT_CONFIG)]

@@ -167,3 +167,36 @@ def test_deleting_a_group_writes_tombstones():
         assert coordinator.fetch_offsets(GROUP, None) == (ErrorCode.NONE, {})
         await coordinator.stop()
     run(go())
+
+
+def test_unreadable_records_are_skipped_with_a_log_line_and_the_partition_still_loads(caplog):
+    """Junk in `__consumer_offsets` (written before clients were refused, or by a bug) must not
+    make its groups answer NOT_COORDINATOR for good: each unreadable record is skipped with a
+    warning and the rest loads, as Kafka's loader skips keys it does not know."""
+    from rafka.partition_worker.record_batch import Record, encode_batch
+
+    async def go():
+        storage = MemoryOffsets()
+        partition = records.partition_for(GROUP, PARTITIONS)
+        commit = records.encode_offsets_batch(records.records_for_commit(GROUP, {("t", 0): CommittedOffset(7)}), 1)
+        storage.batches[partition] += [
+            commit,
+            encode_batch([Record(0, 1, None, b"no key")]),
+            encode_batch([Record(0, 1, b"junk-key", b"junk-value")]),
+            encode_batch([Record(0, 1, records.offset_commit_key(GROUP, "t", 1), b"\x00\x03junk")]),
+            encode_batch([Record(0, 1, records.group_metadata_key(GROUP), b"\x00\x03\xff")]),
+            encode_batch([Record(0, 1, b"\x00", b"truncated key")]),
+            records.encode_offsets_batch(records.records_for_commit(GROUP, {("t", 2): CommittedOffset(9)}), 1),
+        ]
+        coordinator = await loaded(storage)
+        assert coordinator.check(GROUP) is ErrorCode.NONE
+        code, found = coordinator.fetch_offsets(GROUP, [("t", 0), ("t", 1), ("t", 2)])
+        assert code is ErrorCode.NONE
+        assert {tp: o.offset if o else None for tp, o in found.items()} == {("t", 0): 7, ("t", 1): None, ("t", 2): 9}
+        await coordinator.stop()
+
+    with caplog.at_level("WARNING"):
+        run(go())
+    skipped = [r.getMessage() for r in caplog.records if "skipped an unreadable record" in r.getMessage()]
+    assert len(skipped) == 4, skipped
+    assert not [r for r in caplog.records if "failed to load" in r.getMessage()]
