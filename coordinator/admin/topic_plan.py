@@ -53,8 +53,8 @@ def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: list[int], existi
         # Replication is not complete yet (lag-based ISR changes, failover tests): refuse
         # rather than pretend, unless the operator asked for it.
         raise InvalidReplicationFactorError(
-            f"Replication factor: {rf} is not supported yet: replication between brokers is off in this rafka "
-            f"version (rafka.replication.enable=false); use replication factor {UNREPLICATED}.")
+            f"Replication factor: {rf} is not supported yet: this rafka version does not replicate between "
+            f"brokers unless rafka.replication.enable=true (not yet complete); use replication factor {UNREPLICATED}.")
     return TopicResult(spec.name, ErrorCode.NONE, None, uuid.uuid4(), partitions, rf, dict(spec.configs))
 
 
