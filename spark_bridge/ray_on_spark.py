@@ -14,8 +14,10 @@ executors, and, on a shared machine, Ray's token authentication.
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -58,6 +60,24 @@ class SparkHostedCluster:
         self.shutdown()
 
 
+def await_executors(spark: Any, timeout_s: float = 120.0) -> int:
+    """Wait until the executors a `local-cluster[N,...]` master asks for have registered.
+
+    Ray-on-Spark sizes its worker nodes from the executors registered when it starts, and a
+    fresh local cluster's executors register one by one after the session is up (0.6 s apart
+    on an idle 2-core machine, far longer under load): started too early it fails with "no
+    resources to launch Ray worker nodes". Other masters are not waited for. Returns how many
+    executors are registered; after `timeout_s`, setup_ray_cluster says what is missing."""
+    match = re.match(r"local-cluster\[(\d+),", spark.sparkContext.master)
+    status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus   # the driver counts as one
+    if match is None:
+        return status().size() - 1
+    wanted, deadline = int(match.group(1)), time.monotonic() + timeout_s
+    while (registered := status().size() - 1) < wanted and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return registered
+
+
 def start_cluster_on_spark(spark: Any, brokers: int = 1, *, data_dir: str | Path | None = None,
                            config: Any = None, **setup_options: Any) -> SparkHostedCluster:
     """Start Ray on `spark`'s cluster (`ray.util.spark.setup_ray_cluster`, which uses the
@@ -68,6 +88,7 @@ def start_cluster_on_spark(spark: Any, brokers: int = 1, *, data_dir: str | Path
     from rafka.cluster import Cluster
 
     log.info("starting Ray on Spark (%s), then %d rafka broker(s)", spark.sparkContext.master, brokers)
+    await_executors(spark)
     address, _ = setup_ray_cluster(**{**_SETUP_DEFAULTS, **setup_options})
     cluster = Cluster(data_dir or tempfile.mkdtemp(prefix="rafka-on-spark-"), brokers=brokers, first_port=0,
                       config=config, ray_address=address)
