@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ _APPEND_ERRORS = {
     ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
 }
+# A failed load of a partition is retried after load_retry_backoff_ms, doubling up to this.
+_MAX_LOAD_RETRY_BACKOFF_MS = 5000
+
 # How an error of the write of group metadata is answered to the JoinGroup/SyncGroup that waited
 # on it (Kafka's GroupMetadataManager.storeGroup); other errors are answered as they are.
 _STORE_GROUP_ERRORS = {
@@ -73,6 +77,7 @@ class GroupSettings:
     retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
     commit_timeout_ms: int = 5000               # offsets.commit.timeout.ms
     metadata_max_bytes: int = 4096              # offset.metadata.max.bytes
+    load_retry_backoff_ms: int = 200            # first wait before a failed load is retried (rafka's own)
     group: GroupConfig = GroupConfig()
 
     @classmethod
@@ -151,6 +156,36 @@ class GroupCoordinator:
             self._unload(partition)
 
     async def _load(self, partition: int) -> None:
+        """Load `partition` until it is loaded or no longer led here (this task is cancelled).
+
+        A read can fail for a while after this broker is told it leads the partition: after a
+        restart the front end may hear of the leader before the replica has taken leadership
+        (NOT_LEADER_OR_FOLLOWER). A failed load is retried with backoff, its groups answering
+        COORDINATOR_LOAD_IN_PROGRESS meanwhile, instead of NOT_COORDINATOR until the next
+        leadership change, which may never come."""
+        backoff_ms = self.settings.load_retry_backoff_ms
+        try:
+            for attempt in itertools.count(1):
+                try:
+                    await self._load_once(partition)
+                    return
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - retried while the partition is led here
+                    if attempt == 1:
+                        self._log.exception("failed to load %s-%d; retrying", OFFSETS_TOPIC, partition)
+                    else:
+                        self._log.warning("failed to load %s-%d (attempt %d): %r", OFFSETS_TOPIC, partition,
+                                          attempt, e)
+                await asyncio.sleep(backoff_ms / 1000)
+                backoff_ms = min(backoff_ms * 2, _MAX_LOAD_RETRY_BACKOFF_MS)
+        finally:
+            self._loading.pop(partition, None)
+            self._timer_wake.set()
+
+    async def _load_once(self, partition: int) -> None:
+        """Replay the partition's log into the offsets and groups, then own it. Raises when the
+        log cannot be read; records that cannot be parsed are skipped with a warning."""
         started = time.monotonic()
         skipped = 0
 
@@ -161,32 +196,24 @@ class GroupCoordinator:
             skipped += 1
             self._log.warning("skipped an unreadable record of %s-%d: %s", OFFSETS_TOPIC, partition, reason)
 
-        try:
-            count = 0
-            open_transactions: dict = {}
-            async for batch in self._storage.read(partition):
-                for key, value in records.replay(batch, open_transactions=open_transactions, on_unreadable=skip):
-                    try:
-                        self.offsets.apply(key, value)
-                    except records.OffsetsRecordError as e:
-                        skip(str(e))
-                        continue
-                    count += 1
-            now = self._clock_ms()
-            for group_id in self.offsets.groups():
-                snapshot = self.offsets.group_snapshot(group_id)
-                if snapshot is not None and self.partition_for(group_id) == partition:
-                    self.state.load(snapshot, now)
-            self._owned.add(partition)
-            self._log.info("loaded %s-%d: %d records (%d unreadable, skipped) in %.3f s", OFFSETS_TOPIC, partition,
-                           count, skipped, time.monotonic() - started)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # noqa: BLE001 - retried on the next leadership update
-            self._log.exception("failed to load %s-%d", OFFSETS_TOPIC, partition)
-        finally:
-            self._loading.pop(partition, None)
-            self._timer_wake.set()
+        count = 0
+        open_transactions: dict = {}
+        async for batch in self._storage.read(partition):
+            for key, value in records.replay(batch, open_transactions=open_transactions, on_unreadable=skip):
+                try:
+                    self.offsets.apply(key, value)
+                except records.OffsetsRecordError as e:
+                    skip(str(e))
+                    continue
+                count += 1
+        now = self._clock_ms()
+        for group_id in self.offsets.groups():
+            snapshot = self.offsets.group_snapshot(group_id)
+            if snapshot is not None and self.partition_for(group_id) == partition:
+                self.state.load(snapshot, now)
+        self._owned.add(partition)
+        self._log.info("loaded %s-%d: %d records (%d unreadable, skipped) in %.3f s", OFFSETS_TOPIC, partition,
+                       count, skipped, time.monotonic() - started)
 
     def _unload(self, partition: int) -> None:
         groups = self.offsets.unload_partition(partition, self.settings.partitions)

@@ -5,6 +5,7 @@ through the timer loop, and state rebuilt from the records by a new coordinator.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 
 import pytest
 
@@ -250,4 +251,48 @@ def test_a_failed_write_of_the_leaders_assignment_is_not_answered_as_success(fai
         assert synced.error is ErrorCode.NONE and synced.assignment == b"again"
         assert coordinator.state.describe(GROUP).state == "Stable"
         await coordinator.stop()
+    run(asyncio.wait_for(go(), 20))
+
+
+class NotYetLeader(MemoryOffsets):
+    """A replica that answers NOT_LEADER_OR_FOLLOWER to the first `failures` reads (a front end
+    told of its leadership before the replica took it, as after a restart)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    async def read(self, partition: int):
+        if self.failures > 0:
+            self.failures -= 1
+            raise RuntimeError(f"reading __consumer_offsets-{partition} at 0: NOT_LEADER_OR_FOLLOWER")
+        async for batch in super().read(partition):
+            yield batch
+
+
+def test_a_failed_load_is_retried_while_the_partition_is_led_here():
+    async def go():
+        storage = NotYetLeader(failures=3)
+        partition = records.partition_for(GROUP, PARTITIONS)
+        storage.batches[partition].append(
+            records.encode_offsets_batch(records.records_for_commit(GROUP, {("t", 0): CommittedOffset(5)}), 1))
+        coordinator = GroupCoordinator(1, dataclasses.replace(SETTINGS, load_retry_backoff_ms=10), storage)
+        coordinator.start()
+        coordinator.set_led_partitions({partition})
+        assert coordinator.check(GROUP) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        for _ in range(200):
+            if coordinator.check(GROUP) is ErrorCode.NONE:
+                break
+            assert coordinator.check(GROUP) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS  # never NOT_COORDINATOR
+            await asyncio.sleep(0.01)
+        assert coordinator.fetch_offsets(GROUP, [("t", 0)])[1][("t", 0)].offset == 5
+        # Leadership moving away stops the retries.
+        failing = NotYetLeader(failures=10**6)
+        other = GroupCoordinator(1, dataclasses.replace(SETTINGS, load_retry_backoff_ms=10), failing)
+        other.set_led_partitions({partition})
+        await asyncio.sleep(0.05)
+        other.set_led_partitions(set())
+        assert other.check(GROUP) is ErrorCode.NOT_COORDINATOR
+        await coordinator.stop()
+        await other.stop()
     run(asyncio.wait_for(go(), 20))
