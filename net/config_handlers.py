@@ -24,6 +24,10 @@ TOPIC, BROKER = 2, 4
 
 
 class ConfigServices(Protocol):
+    """The broker's coordinator as these handlers see it. `describe_configs` and `topic_overrides`
+    raise a KafkaError when the call fails (answered as that resource's error code);
+    `alter_topic_configs` reports failures per topic."""
+
     async def describe_configs(self, resource_type: int, name: str,
                                keys: list[str] | None) -> list[ConfigEntry] | None: ...
 
@@ -59,7 +63,12 @@ class ConfigApis:
                 result.update(error_code=ErrorCode.INVALID_REQUEST,
                               error_message=f"Unsupported resource type {kind}")
             else:
-                entries = await self._services.describe_configs(kind, name, keys)
+                try:
+                    entries = await self._services.describe_configs(kind, name, keys)
+                except KafkaError as e:  # the broker's coordinator failed or timed out
+                    result.update(error_code=e.code, error_message=str(e))
+                    results.append(result)
+                    continue
                 if entries is None:
                     code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if kind == TOPIC else ErrorCode.INVALID_REQUEST
                     result.update(error_code=code, error_message=(
@@ -83,7 +92,11 @@ class ConfigApis:
             if r["resource_type"] != TOPIC:
                 continue
             name = r["resource_name"]
-            current = await self._services.topic_overrides(name)
+            try:
+                current = await self._services.topic_overrides(name)
+            except KafkaError as e:  # the broker's coordinator failed or timed out
+                refused[name] = (e.code, str(e))
+                continue
             if current is None:
                 refused[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist")
                 continue

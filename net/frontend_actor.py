@@ -7,11 +7,12 @@ coordinator. Async actor: everything runs on one event loop.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from typing import Any, AsyncIterator
 
-from rafka.common.errors import ErrorCode
+from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
 from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupSettings
@@ -26,6 +27,20 @@ from rafka.net.server import DEFAULT_MAX_REQUEST_BYTES, KafkaServer
 
 log = logging.getLogger(__name__)
 
+# The bound of a call to the broker's coordinator, beyond the wait its request asks for: the
+# client gets REQUEST_TIMED_OUT instead of a connection held (and closed) by a hung call.
+DEFAULT_CONTROL_TIMEOUT_MS = 30_000
+# What a create or delete with timeout_ms 0 waits for at most in the coordinator (AdminService).
+_ADMIN_WAIT_MS = 30_000
+
+
+class CoordinatorCallError(KafkaError):
+    """A call to the broker's coordinator failed (its actor gone, ZooKeeper lost inside it) or
+    outlived its bound (`code` REQUEST_TIMED_OUT); the handlers answer `code` (Kafka answers an
+    unexpected failure with UNKNOWN_SERVER_ERROR)."""
+
+    code = ErrorCode.UNKNOWN_SERVER_ERROR
+
 
 class Frontend:
     def __init__(self, broker_id: int, host: str, port: int, coordinator: Any, *,
@@ -33,8 +48,10 @@ class Frontend:
                  max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
                  producer_id_memory_ms: int = 604_800_000,
                  group_settings: GroupSettings | None = None,
-                 offsets_topic_configs: dict[str, str] | None = None) -> None:
+                 offsets_topic_configs: dict[str, str] | None = None,
+                 control_timeout_ms: int = DEFAULT_CONTROL_TIMEOUT_MS) -> None:
         self.broker_id = broker_id
+        self._control_timeout_s = control_timeout_ms / 1000
         self.metadata = ClusterMetadata()
         self.auto_create_topics = auto_create_topics
         self._coordinator = coordinator
@@ -95,21 +112,49 @@ class Frontend:
     def channel(self, tp: TopicPartition) -> ReplicaChannel | None:
         return self._channels.get(tp)
 
+    async def _ask_coordinator(self, method: str, *args: Any, wait_ms: int = 0) -> Any:
+        """`method` of the broker's coordinator, bounded by `wait_ms` (what the request itself
+        waits for there) plus the control timeout. Raises CoordinatorCallError (REQUEST_TIMED_OUT
+        when the bound passes, else UNKNOWN_SERVER_ERROR), never Ray's or ZooKeeper's exceptions:
+        every handler can answer it with an error code."""
+        try:
+            return await asyncio.wait_for(getattr(self._coordinator, method).remote(*args),
+                                          wait_ms / 1000 + self._control_timeout_s)
+        except asyncio.TimeoutError:
+            self._log.warning("the broker's coordinator did not answer %s in time", method)
+            raise CoordinatorCallError(f"{method} timed out", ErrorCode.REQUEST_TIMED_OUT) from None
+        except Exception as e:  # noqa: BLE001 - a dead actor, or an error raised by its method
+            self._log.warning("the broker's coordinator failed %s: %r", method, e)
+            raise CoordinatorCallError(f"{method} failed: {type(e).__name__}") from e
+
     async def create_topics(self, specs: list[TopicSpec], validate_only: bool, timeout_ms: int) -> list[TopicResult]:
-        return await self._coordinator.create_topics.remote(specs, validate_only, timeout_ms)
+        try:
+            return await self._ask_coordinator("create_topics", specs, validate_only, timeout_ms,
+                                               wait_ms=timeout_ms if timeout_ms > 0 else _ADMIN_WAIT_MS)
+        except CoordinatorCallError as e:
+            return [TopicResult(spec.name, e.code, str(e)) for spec in specs]
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]:
-        return await self._coordinator.delete_topics.remote(names, timeout_ms)
+        try:
+            return await self._ask_coordinator("delete_topics", names, timeout_ms,
+                                               wait_ms=timeout_ms if timeout_ms > 0 else _ADMIN_WAIT_MS)
+        except CoordinatorCallError as e:
+            return [TopicResult(name, e.code, str(e)) for name in names]
 
     async def describe_configs(self, resource_type: int, name: str, keys: list[str] | None) -> list | None:
-        return await self._coordinator.describe_configs.remote(resource_type, name, keys)
+        """Raises CoordinatorCallError."""
+        return await self._ask_coordinator("describe_configs", resource_type, name, keys)
 
     async def topic_overrides(self, topic: str) -> dict[str, str] | None:
-        return await self._coordinator.topic_overrides.remote(topic)
+        """Raises CoordinatorCallError."""
+        return await self._ask_coordinator("topic_overrides", topic)
 
     async def alter_topic_configs(self, changes: dict[str, dict[str, str]],
                                   validate_only: bool) -> dict[str, tuple[ErrorCode, str | None]]:
-        return await self._coordinator.alter_topic_configs.remote(changes, validate_only)
+        try:
+            return await self._ask_coordinator("alter_topic_configs", changes, validate_only)
+        except CoordinatorCallError as e:
+            return {name: (e.code, str(e)) for name in changes}
 
     async def init_producer_id(self, producer_id: int, producer_epoch: int) -> tuple[ErrorCode, int, int]:
         """(error, id, epoch) for an idempotent producer; ids come from blocks the broker's
@@ -124,17 +169,10 @@ class Frontend:
         creating it is harmless: TOPIC_ALREADY_EXISTS). When the broker's coordinator is
         gone (stopping, or restarting) the topic stays missing and FindCoordinator answers
         COORDINATOR_NOT_AVAILABLE, which clients retry."""
-        from ray.exceptions import RayActorError
-
         settings = self.groups.settings
         spec = TopicSpec(OFFSETS_TOPIC, settings.partitions, settings.replication_factor,
                          configs=dict(self._offsets_topic_configs))
-        try:
-            results = await self.create_topics([spec], False, 30000)
-        except RayActorError as e:
-            self._log.warning("could not create %s: the broker's coordinator is unreachable (%s)",
-                              OFFSETS_TOPIC, type(e).__name__)
-            return
+        results = await self.create_topics([spec], False, 30000)
         if results[0].error not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
             self._log.warning("could not create %s: %s %s", OFFSETS_TOPIC, results[0].error.name, results[0].message)
 
@@ -144,7 +182,11 @@ class Frontend:
         if channel is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         # Kafka writes group metadata and commits with acks=all, bounded by offsets.commit.timeout.ms.
-        return (await channel.append(batch, -1, self._group_settings.commit_timeout_ms)).error
+        try:
+            return (await channel.append(batch, -1, self._group_settings.commit_timeout_ms)).error
+        except Exception as e:  # noqa: BLE001 - the replica is gone: this broker cannot write there now
+            self._log.warning("appending to %s-%d failed: %r", OFFSETS_TOPIC, partition, e)
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     async def read(self, partition: int) -> AsyncIterator[bytes]:
         channel = self._channels.get(TopicPartition(OFFSETS_TOPIC, partition))

@@ -12,6 +12,8 @@ once written with acks=all), and rebuilds them from the log when it takes a part
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -47,6 +49,22 @@ _APPEND_ERRORS = {
     ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
 }
+# A failed load of a partition is retried after load_retry_backoff_ms, doubling up to this.
+_MAX_LOAD_RETRY_BACKOFF_MS = 5000
+
+# How an error of the write of group metadata is answered to the JoinGroup/SyncGroup that waited
+# on it (Kafka's GroupMetadataManager.storeGroup); other errors are answered as they are.
+_STORE_GROUP_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.REBALANCE_IN_PROGRESS,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
 
 
 @dataclass(frozen=True)
@@ -59,6 +77,7 @@ class GroupSettings:
     retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
     commit_timeout_ms: int = 5000               # offsets.commit.timeout.ms
     metadata_max_bytes: int = 4096              # offset.metadata.max.bytes
+    load_retry_backoff_ms: int = 200            # first wait before a failed load is retried (rafka's own)
     group: GroupConfig = GroupConfig()
 
     @classmethod
@@ -101,6 +120,7 @@ class GroupCoordinator:
         self._owned: set[int] = set()      # loaded partitions
         self._loading: dict[int, asyncio.Task] = {}
         self._pending: dict[int, asyncio.Future] = {}
+        self._token_groups: dict[int, str] = {}  # pending token -> the group its request is for
         self._next_token = 0
         self._timer_wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
@@ -136,6 +156,36 @@ class GroupCoordinator:
             self._unload(partition)
 
     async def _load(self, partition: int) -> None:
+        """Load `partition` until it is loaded or no longer led here (this task is cancelled).
+
+        A read can fail for a while after this broker is told it leads the partition: after a
+        restart the front end may hear of the leader before the replica has taken leadership
+        (NOT_LEADER_OR_FOLLOWER). A failed load is retried with backoff, its groups answering
+        COORDINATOR_LOAD_IN_PROGRESS meanwhile, instead of NOT_COORDINATOR until the next
+        leadership change, which may never come."""
+        backoff_ms = self.settings.load_retry_backoff_ms
+        try:
+            for attempt in itertools.count(1):
+                try:
+                    await self._load_once(partition)
+                    return
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - retried while the partition is led here
+                    if attempt == 1:
+                        self._log.exception("failed to load %s-%d; retrying", OFFSETS_TOPIC, partition)
+                    else:
+                        self._log.warning("failed to load %s-%d (attempt %d): %r", OFFSETS_TOPIC, partition,
+                                          attempt, e)
+                await asyncio.sleep(backoff_ms / 1000)
+                backoff_ms = min(backoff_ms * 2, _MAX_LOAD_RETRY_BACKOFF_MS)
+        finally:
+            self._loading.pop(partition, None)
+            self._timer_wake.set()
+
+    async def _load_once(self, partition: int) -> None:
+        """Replay the partition's log into the offsets and groups, then own it. Raises when the
+        log cannot be read; records that cannot be parsed are skipped with a warning."""
         started = time.monotonic()
         skipped = 0
 
@@ -146,32 +196,24 @@ class GroupCoordinator:
             skipped += 1
             self._log.warning("skipped an unreadable record of %s-%d: %s", OFFSETS_TOPIC, partition, reason)
 
-        try:
-            count = 0
-            open_transactions: dict = {}
-            async for batch in self._storage.read(partition):
-                for key, value in records.replay(batch, open_transactions=open_transactions, on_unreadable=skip):
-                    try:
-                        self.offsets.apply(key, value)
-                    except records.OffsetsRecordError as e:
-                        skip(str(e))
-                        continue
-                    count += 1
-            now = self._clock_ms()
-            for group_id in self.offsets.groups():
-                snapshot = self.offsets.group_snapshot(group_id)
-                if snapshot is not None and self.partition_for(group_id) == partition:
-                    self.state.load(snapshot, now)
-            self._owned.add(partition)
-            self._log.info("loaded %s-%d: %d records (%d unreadable, skipped) in %.3f s", OFFSETS_TOPIC, partition,
-                           count, skipped, time.monotonic() - started)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # noqa: BLE001 - retried on the next leadership update
-            self._log.exception("failed to load %s-%d", OFFSETS_TOPIC, partition)
-        finally:
-            self._loading.pop(partition, None)
-            self._timer_wake.set()
+        count = 0
+        open_transactions: dict = {}
+        async for batch in self._storage.read(partition):
+            for key, value in records.replay(batch, open_transactions=open_transactions, on_unreadable=skip):
+                try:
+                    self.offsets.apply(key, value)
+                except records.OffsetsRecordError as e:
+                    skip(str(e))
+                    continue
+                count += 1
+        now = self._clock_ms()
+        for group_id in self.offsets.groups():
+            snapshot = self.offsets.group_snapshot(group_id)
+            if snapshot is not None and self.partition_for(group_id) == partition:
+                self.state.load(snapshot, now)
+        self._owned.add(partition)
+        self._log.info("loaded %s-%d: %d records (%d unreadable, skipped) in %.3f s", OFFSETS_TOPIC, partition,
+                       count, skipped, time.monotonic() - started)
 
     def _unload(self, partition: int) -> None:
         groups = self.offsets.unload_partition(partition, self.settings.partitions)
@@ -196,7 +238,7 @@ class GroupCoordinator:
         code = self.check(request.group_id)
         if code is not ErrorCode.NONE:
             return JoinResponse(code, member_id=request.member_id)
-        return await self._call(lambda token, now: self.state.join(token, request, now))
+        return await self._call(request.group_id, lambda token, now: self.state.join(token, request, now))
 
     async def sync(self, request: SyncRequest) -> SyncResponse:
         code = self.check(request.group_id)
@@ -204,7 +246,7 @@ class GroupCoordinator:
             return SyncResponse(ErrorCode.REBALANCE_IN_PROGRESS)  # Kafka: the member rejoins once loaded
         if code is not ErrorCode.NONE:
             return SyncResponse(code)
-        return await self._call(lambda token, now: self.state.sync(token, request, now))
+        return await self._call(request.group_id, lambda token, now: self.state.sync(token, request, now))
 
     async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
         code = self.check(request.group_id)
@@ -212,51 +254,74 @@ class GroupCoordinator:
             return HeartbeatResponse(ErrorCode.NONE)  # Kafka answers blindly while the group loads
         if code is not ErrorCode.NONE:
             return HeartbeatResponse(code)
-        return await self._call(lambda token, now: self.state.heartbeat(token, request, now))
+        return await self._call(request.group_id, lambda token, now: self.state.heartbeat(token, request, now))
 
     async def leave(self, request: LeaveRequest) -> LeaveResponse:
         code = self.check(request.group_id)
         if code is not ErrorCode.NONE:
             return LeaveResponse(code, ())
-        return await self._call(lambda token, now: self.state.leave(token, request, now))
+        return await self._call(request.group_id, lambda token, now: self.state.leave(token, request, now))
 
-    async def _call(self, start: Callable[[int, int], Outcome]):
+    async def _call(self, group_id: str, start: Callable[[int, int], Outcome]):
         token = self._next_token
         self._next_token += 1
         future = asyncio.get_running_loop().create_future()
         self._pending[token] = future
+        self._token_groups[token] = group_id
         try:
             await self._apply(start(token, self._clock_ms()))
             return await future
         finally:
             self._pending.pop(token, None)
+            self._token_groups.pop(token, None)
 
     async def _apply(self, outcome: Outcome, wake_timers: bool = True) -> None:
         """Write the group metadata the outcome asks for, then answer its completions; then
-        let the timer loop look at the (maybe earlier) next deadline."""
+        let the timer loop look at the (maybe earlier) next deadline.
+
+        A failed write is never answered as a success (Kafka's storeGroup callback): the
+        JoinGroup/SyncGroup answers of that group that carried no error get the write's error
+        (mapped as Kafka maps it), and the group forgets the assignment and rebalances."""
+        failed: dict[str, tuple[ErrorCode, int]] = {}  # group id -> (answer, generation written)
         if outcome.persist:
             by_partition: dict[int, list] = {}
             for snapshot in outcome.persist:
                 by_partition.setdefault(self.partition_for(snapshot.group_id), []).extend(
                     records.records_for_group(snapshot))
             for partition, pairs in by_partition.items():
-                code = await self._storage.append(partition, records.encode_offsets_batch(pairs, self._clock_ms()))
+                try:
+                    code = await self._storage.append(partition,
+                                                      records.encode_offsets_batch(pairs, self._clock_ms()))
+                except Exception as e:  # noqa: BLE001 - a lost replica: the write failed, the group goes on
+                    self._log.warning("writing group metadata to %s-%d failed: %r", OFFSETS_TOPIC, partition, e)
+                    code = ErrorCode.UNKNOWN_SERVER_ERROR
+                written = [s for s in outcome.persist if self.partition_for(s.group_id) == partition]
                 if code is not ErrorCode.NONE:
                     self._log.warning("could not store group metadata in %s-%d: %s", OFFSETS_TOPIC, partition,
                                       code.name)
+                    for snapshot in written:
+                        failed[snapshot.group_id] = (_STORE_GROUP_ERRORS.get(code, code), snapshot.generation_id)
                 else:
-                    for snapshot in outcome.persist:
-                        if self.partition_for(snapshot.group_id) == partition:
-                            self.offsets.store_group(snapshot)
-        self._complete(outcome)
+                    for snapshot in written:
+                        self.offsets.store_group(snapshot)
+        self._complete(outcome, {g: answer for g, (answer, _) in failed.items()})
+        for group_id, (_, generation_id) in failed.items():
+            await self._apply(self.state.metadata_not_stored(group_id, generation_id, self._clock_ms()),
+                              wake_timers=False)
         if wake_timers:
             self._timer_wake.set()
 
-    def _complete(self, outcome: Outcome) -> None:
+    def _complete(self, outcome: Outcome, failed: dict[str, ErrorCode] | None = None) -> None:
         for token, response in outcome.completions:
             future = self._pending.get(token)
-            if future is not None and not future.done():
-                future.set_result(response)
+            if future is None or future.done():
+                continue
+            error = (failed or {}).get(self._token_groups.get(token, ""))
+            if error is not None and isinstance(response, (JoinResponse, SyncResponse)) \
+                    and response.error is ErrorCode.NONE:
+                response = dataclasses.replace(response, error=error) if isinstance(response, JoinResponse) \
+                    else SyncResponse(error)
+            future.set_result(response)
 
     async def _timer_loop(self) -> None:
         while True:
@@ -293,6 +358,9 @@ class GroupCoordinator:
                                                  self.settings.commit_timeout_ms / 1000)
             except asyncio.TimeoutError:
                 written = ErrorCode.REQUEST_TIMED_OUT
+            except Exception as e:  # noqa: BLE001 - the write failed; the member is told, not disconnected
+                self._log.warning("writing offsets of group %s failed: %r", group_id, e)
+                written = ErrorCode.UNKNOWN_SERVER_ERROR
             if written is ErrorCode.NONE:
                 self.offsets.commit(group_id, accepted)
             mapped = _APPEND_ERRORS.get(written, ErrorCode.UNKNOWN_SERVER_ERROR) \

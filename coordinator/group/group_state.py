@@ -21,9 +21,9 @@ States and transitions (Kafka's names):
     Stable / CompletingRebalance --join, leave, member failure--> PreparingRebalance
     PreparingRebalance --every member gone--> Empty;   deleted or unloaded --> Dead (removed)
 
-Departures from Kafka: the group metadata in `persist` is assumed written (Kafka undoes a
-failed write of a leader's assignment or of a static member's new id; the host cannot report one
-here); a JoinGroup or SyncGroup superseded by the same member's next one is answered
+Departures from Kafka: a failed write of the group metadata in `persist` is reported by the
+host through `metadata_not_stored`, which forgets the assignment and rebalances (Kafka also
+restores a replaced static member's old id); a JoinGroup or SyncGroup superseded by the same member's next one is answered
 REBALANCE_IN_PROGRESS, and a SyncGroup parked by a member that leaves UNKNOWN_MEMBER_ID (Kafka
 drops both unanswered); a static member replaced before its SyncGroup keeps its place in the
 pending-sync set under the new id (Kafka keeps the old id there, which forces a rebalance when
@@ -233,6 +233,20 @@ class GroupCoordinatorState(GroupCatalog):
                 m.assignment = assignments[m.member_id]
             self._propagate_assignment(group, ErrorCode.NONE, now_ms, out)
             group.transition(STABLE, now_ms)
+        return out
+
+    def metadata_not_stored(self, group_id: str, generation_id: int, now_ms: int) -> Outcome:
+        """The host could not write the group's metadata of `generation_id` (the leader's
+        assignment, or a static member's new id): as Kafka's `resetAndPropagateAssignmentError`
+        and `maybePrepareRebalance`, forget the assignment and rebalance. The host answers the
+        requests that waited on the write with the write's error itself. A group that has moved
+        on to another generation meanwhile, or is Empty, is left alone."""
+        out = Outcome()
+        group = self._groups.get(group_id)
+        if group is None or group.generation_id != generation_id or group.state not in (STABLE, COMPLETING_REBALANCE):
+            return out  # moved on, or Empty (nothing assigned; a rebalance of nobody would write again)
+        self._propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS, now_ms, out)
+        self._maybe_prepare_rebalance(group, now_ms, out, "error when storing the group's metadata")
         return out
 
     def _validate_sync(self, group: Group | None, req: SyncRequest) -> ErrorCode | None:

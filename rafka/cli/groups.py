@@ -6,9 +6,10 @@ import argparse
 import json
 import struct
 import sys
+import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Callable
 
 from rafka.common.errors import ErrorCode
 from rafka.cli.output import print_table, trailing_options
@@ -26,6 +27,17 @@ INACTIVE_STATES = ("Empty", "Dead")
 
 class GroupsError(Exception):
     """A refusal worth one line on stderr and exit code 1."""
+
+
+# Coordinator errors a client retries (the group is loading, or its coordinator is elsewhere).
+RETRIABLE_COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                                          ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+
+
+class _Retriable(Exception):
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
 
 
 @dataclass(frozen=True)
@@ -101,9 +113,10 @@ def parse_datetime_ms(text: str) -> int:
 class GroupAdmin:
     """The requests behind the subcommands, over `KafkaConnection`s to the right brokers."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, retry_timeout_s: float = 30.0) -> None:
         self.bootstrap = bootstrap
         self._conns: dict[str, KafkaConnection] = {}
+        self._retry_timeout_s = retry_timeout_s
 
     def close(self) -> None:
         for c in self._conns.values():
@@ -126,8 +139,32 @@ class GroupAdmin:
         body = self._conn(self.bootstrap).request(FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
         c = body["coordinators"][0]
         if c["error_code"] != 0:
-            raise GroupsError(f"Cannot find the coordinator of group '{group}': {ErrorCode(c['error_code']).name}")
+            raise _Retriable(c["error_code"]) if c["error_code"] in RETRIABLE_COORDINATOR_ERRORS else GroupsError(
+                f"Cannot find the coordinator of group '{group}': {ErrorCode(c['error_code']).name}")
         return self._conn(f"{c['host']}:{c['port']}")
+
+    def _ask_coordinator(self, group: str, api_key: int, version: int, body: dict,
+                         errors: Callable[[dict], list[int]]) -> dict:
+        """The coordinator's answer to a group request. While the coordinator is being found,
+        is loading the group (after a restart or a leadership move) or moved, the request is
+        tried again, with backoff, for up to the retry timeout, as Kafka's admin client does;
+        then the last answer is returned (the caller reports its error)."""
+        deadline = time.monotonic() + self._retry_timeout_s
+        backoff_s = 0.1
+        while True:
+            answer: dict | None = None
+            try:
+                answer = self.coordinator(group).request(api_key, version, body)
+                if not any(e in RETRIABLE_COORDINATOR_ERRORS for e in errors(answer)):
+                    return answer
+            except _Retriable as e:
+                not_found = e.code
+            if time.monotonic() + backoff_s > deadline:
+                if answer is None:
+                    raise GroupsError(f"Cannot find the coordinator of group '{group}': {ErrorCode(not_found).name}")
+                return answer
+            time.sleep(backoff_s)
+            backoff_s = min(backoff_s * 2, 1.0)
 
     def list_groups(self) -> list[dict]:
         groups = []
@@ -138,16 +175,18 @@ class GroupAdmin:
         return sorted(groups, key=lambda g: g["group"])
 
     def describe(self, group: str) -> dict:
-        body = self.coordinator(group).request(DESCRIBE_GROUPS, 5, {"groups": [group],
-                                                                   "include_authorized_operations": False})
+        body = self._ask_coordinator(group, DESCRIBE_GROUPS, 5, {"groups": [group],
+                                                                "include_authorized_operations": False},
+                                     lambda b: [g["error_code"] for g in b["groups"]])
         g = body["groups"][0]
         if g["error_code"] != 0:
             raise GroupsError(f"Cannot describe group '{group}': {ErrorCode(g['error_code']).name}")
         return g
 
     def committed(self, group: str) -> dict[tuple[str, int], int]:
-        body = self.coordinator(group).request(OFFSET_FETCH, 8, {"groups": [{"group_id": group, "topics": None}],
-                                                                 "require_stable": False})
+        body = self._ask_coordinator(group, OFFSET_FETCH, 8, {"groups": [{"group_id": group, "topics": None}],
+                                                              "require_stable": False},
+                                     lambda b: [g["error_code"] for g in b["groups"]])
         found = body["groups"][0]
         if found["error_code"] != 0:
             raise GroupsError(f"Cannot fetch offsets of group '{group}': {ErrorCode(found['error_code']).name}")
@@ -182,16 +221,18 @@ class GroupAdmin:
         for (topic, partition), offset in sorted(offsets.items()):
             topics.setdefault(topic, []).append({"partition_index": partition, "committed_offset": offset,
                                                  "committed_leader_epoch": -1, "committed_metadata": ""})
-        body = self.coordinator(group).request(OFFSET_COMMIT, 8, {
+        body = self._ask_coordinator(group, OFFSET_COMMIT, 8, {
             "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "", "group_instance_id": None,
-            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]})
+            "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()]},
+            lambda b: [p["error_code"] for t in b["topics"] for p in t["partitions"]])
         errors = [(t["name"], p["partition_index"], ErrorCode(p["error_code"]).name)
                   for t in body["topics"] for p in t["partitions"] if p["error_code"] != 0]
         if errors:
             raise GroupsError(f"Offset commit refused: {errors[:5]}")
 
     def delete(self, group: str) -> ErrorCode:
-        body = self.coordinator(group).request(DELETE_GROUPS, 2, {"groups_names": [group]})
+        body = self._ask_coordinator(group, DELETE_GROUPS, 2, {"groups_names": [group]},
+                                     lambda b: [r["error_code"] for r in b["results"]])
         return ErrorCode(body["results"][0]["error_code"])
 
     def lag(self, group: str) -> tuple[dict, list[PartitionLag]]:

@@ -13,24 +13,33 @@ from tests.waiting import wait_until
 TOPIC, GROUP, PARTITIONS = "orders", "orders-app", 3
 
 
-def consume_and_commit(bootstrap: str, count: int) -> dict[int, int]:
-    """A group member reads `count` records, committing after each poll; returns the next
-    offset per partition it committed."""
-    from confluent_kafka import Consumer
+def consume_and_commit(bootstrap: str, count: int, per_partition: int | None = None) -> dict[int, int]:
+    """A group member reads `count` records, committing what it read after each poll; returns
+    the next offset per partition it committed. With `per_partition`, it takes at most that many
+    records of each partition (the rest of a fetch is left uncommitted), so every partition gets
+    a commit: which partitions a plain "first 150 of 300" reaches depends on fetch order."""
+    from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest"})
     consumer.subscribe([TOPIC])
     seen = 0
     positions: dict[int, int] = {}
+    taken: dict[int, int] = {}
     deadline = time.monotonic() + 60
     while seen < count and time.monotonic() < deadline:
         msgs = [m for m in consumer.consume(min(100, count - seen), timeout=0.5) if m.error() is None]
-        if msgs:
-            for m in msgs:
-                positions[m.partition()] = m.offset() + 1
-            seen += len(msgs)
-            consumer.commit(asynchronous=False)
+        fresh = 0
+        for m in msgs:
+            if per_partition is not None and taken.get(m.partition(), 0) >= per_partition:
+                continue
+            taken[m.partition()] = taken.get(m.partition(), 0) + 1
+            positions[m.partition()] = m.offset() + 1
+            fresh += 1
+        if fresh:
+            seen += fresh
+            consumer.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in sorted(positions.items())],
+                            asynchronous=False)
     consumer.close()
     assert seen == count
     return positions
@@ -53,7 +62,8 @@ def test_committed_offsets_survive_kill_9_and_the_cli_reads_and_resets_them(tmp_
         for i in range(300):
             producer.produce(TOPIC, b"order-%d" % i, partition=i % PARTITIONS)
         assert producer.flush(30) == 0
-        committed = consume_and_commit(bootstrap, 150)
+        committed = consume_and_commit(bootstrap, 150, per_partition=150 // PARTITIONS)
+        assert committed == {p: 50 for p in range(PARTITIONS)}
 
         kill_9(pid)
         _, pid = up_detached(data_dir, port)

@@ -59,3 +59,22 @@ def test_unreachable_broker_is_a_clean_failure(capsys):
         port = s.getsockname()[1]
     assert main(["groups", "--bootstrap-server", f"127.0.0.1:{port}", "list"]) == 1
     assert "Error:" in capsys.readouterr().err
+
+
+def test_group_requests_are_retried_while_the_coordinator_loads_the_group(monkeypatch):
+    """After a restart the coordinator answers COORDINATOR_LOAD_IN_PROGRESS (or NOT_COORDINATOR)
+    until it has loaded the group; the CLI retries, as Kafka's admin client does."""
+    from rafka.cli.groups import GroupAdmin
+    from rafka.common.errors import ErrorCode
+
+    answers = [ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR, ErrorCode.NONE]
+
+    class Coordinator:
+        def request(self, api_key, version, body):
+            code = answers.pop(0)
+            return {"groups": [{"error_code": code, "group_id": "g", "group_state": "Empty"}]}
+
+    admin = GroupAdmin("127.0.0.1:1", retry_timeout_s=10)
+    monkeypatch.setattr(admin, "coordinator", lambda group: Coordinator())
+    monkeypatch.setattr("rafka.cli.groups.time.sleep", lambda s: None)
+    assert admin.describe("g")["group_state"] == "Empty" and answers == []

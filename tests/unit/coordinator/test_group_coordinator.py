@@ -5,6 +5,9 @@ through the timer loop, and state rebuilt from the records by a new coordinator.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+
+import pytest
 
 from rafka.common.errors import ErrorCode
 from rafka.coordinator.group import offsets_records as records
@@ -200,3 +203,96 @@ def test_unreadable_records_are_skipped_with_a_log_line_and_the_partition_still_
     skipped = [r.getMessage() for r in caplog.records if "skipped an unreadable record" in r.getMessage()]
     assert len(skipped) == 4, skipped
     assert not [r for r in caplog.records if "failed to load" in r.getMessage()]
+
+
+class RaisingOffsets(MemoryOffsets):
+    """A partition whose replica is gone: the append raises instead of answering."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.raise_on_append = False
+
+    async def append(self, partition: int, batch: bytes) -> ErrorCode:
+        if self.raise_on_append:
+            raise ConnectionError("replica data connection lost")
+        return await super().append(partition, batch)
+
+
+@pytest.mark.parametrize("failure, expected", [
+    (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.COORDINATOR_NOT_AVAILABLE),
+    (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
+    (ErrorCode.REQUEST_TIMED_OUT, ErrorCode.REBALANCE_IN_PROGRESS),
+    ("raises", ErrorCode.UNKNOWN_SERVER_ERROR)])
+def test_a_failed_write_of_the_leaders_assignment_is_not_answered_as_success(failure, expected):
+    """Kafka's storeGroup callback: when the leader's assignment cannot be written, SyncGroup is
+    answered with the (mapped) error, the assignment is forgotten and the group rebalances; a
+    successful write later completes the next generation as usual."""
+    async def go():
+        storage = RaisingOffsets()
+        coordinator = await loaded(storage)
+        member = (await coordinator.join(join())).member_id
+        assert (await coordinator.join(join(member))).error is ErrorCode.NONE
+        if failure == "raises":
+            storage.raise_on_append = True
+        else:
+            storage.fail_with = failure
+        synced = await coordinator.sync(SyncRequest(GROUP, 1, member, None, "consumer", "range",
+                                                    ((member, b"assignment"),)))
+        assert synced.error is expected and synced.assignment == b""
+        described = coordinator.state.describe(GROUP)
+        assert described.state == "PreparingRebalance"
+        assert [m.assignment for m in described.members] == [b""]
+        assert coordinator.offsets.group_snapshot(GROUP) is None  # nothing cached as stored
+        storage.fail_with, storage.raise_on_append = None, False
+        rejoined = await coordinator.join(join(member))
+        assert rejoined.error is ErrorCode.NONE and rejoined.generation_id == 2
+        synced = await coordinator.sync(SyncRequest(GROUP, 2, member, None, "consumer", "range",
+                                                    ((member, b"again"),)))
+        assert synced.error is ErrorCode.NONE and synced.assignment == b"again"
+        assert coordinator.state.describe(GROUP).state == "Stable"
+        await coordinator.stop()
+    run(asyncio.wait_for(go(), 20))
+
+
+class NotYetLeader(MemoryOffsets):
+    """A replica that answers NOT_LEADER_OR_FOLLOWER to the first `failures` reads (a front end
+    told of its leadership before the replica took it, as after a restart)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    async def read(self, partition: int):
+        if self.failures > 0:
+            self.failures -= 1
+            raise RuntimeError(f"reading __consumer_offsets-{partition} at 0: NOT_LEADER_OR_FOLLOWER")
+        async for batch in super().read(partition):
+            yield batch
+
+
+def test_a_failed_load_is_retried_while_the_partition_is_led_here():
+    async def go():
+        storage = NotYetLeader(failures=3)
+        partition = records.partition_for(GROUP, PARTITIONS)
+        storage.batches[partition].append(
+            records.encode_offsets_batch(records.records_for_commit(GROUP, {("t", 0): CommittedOffset(5)}), 1))
+        coordinator = GroupCoordinator(1, dataclasses.replace(SETTINGS, load_retry_backoff_ms=10), storage)
+        coordinator.start()
+        coordinator.set_led_partitions({partition})
+        assert coordinator.check(GROUP) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        for _ in range(200):
+            if coordinator.check(GROUP) is ErrorCode.NONE:
+                break
+            assert coordinator.check(GROUP) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS  # never NOT_COORDINATOR
+            await asyncio.sleep(0.01)
+        assert coordinator.fetch_offsets(GROUP, [("t", 0)])[1][("t", 0)].offset == 5
+        # Leadership moving away stops the retries.
+        failing = NotYetLeader(failures=10**6)
+        other = GroupCoordinator(1, dataclasses.replace(SETTINGS, load_retry_backoff_ms=10), failing)
+        other.set_led_partitions({partition})
+        await asyncio.sleep(0.05)
+        other.set_led_partitions(set())
+        assert other.check(GROUP) is ErrorCode.NOT_COORDINATOR
+        await coordinator.stop()
+        await other.stop()
+    run(asyncio.wait_for(go(), 20))
