@@ -10,6 +10,12 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 import pytest  # noqa: E402
 
 
+def pytest_collection_modifyitems(items: list) -> None:
+    """Tests marked `alone` run first, while nothing shared is up yet (the session's broker
+    and Spark start on first use), so their own many processes do not compete with ours."""
+    items.sort(key=lambda item: item.get_closest_marker("alone") is None)  # a stable sort
+
+
 @pytest.fixture(scope="session")
 def rafka_cluster(tmp_path_factory):
     """A one-broker rafka cluster (private ZooKeeper, local Ray on 127.0.0.1) for the session."""
@@ -26,3 +32,19 @@ def rafka_cluster(tmp_path_factory):
 @pytest.fixture(scope="session")
 def bootstrap(rafka_cluster) -> str:
     return rafka_cluster.bootstrap_servers
+
+
+@pytest.fixture(autouse=True)
+def topics_deleted_after_each_test(request):
+    """Every topic a test on the session's broker made (its fixtures' topics of a wider
+    scope exist before it starts, so they stay) is deleted when the test ends."""
+    if "rafka_cluster" not in request.fixturenames:
+        yield
+        return
+    from tests.topics import delete_topics, user_topics
+
+    bootstrap = request.getfixturevalue("rafka_cluster").bootstrap_servers
+    before = user_topics(bootstrap)
+    yield
+    delete_topics(bootstrap, user_topics(bootstrap) - before)
+

@@ -46,16 +46,6 @@ def create_topic(bootstrap: str, name: str, partitions: int, configs: dict[str, 
                timeout_s=30, message=f"topic {name} in metadata")
 
 
-def delete_topics(bootstrap: str, names: Iterable[str]) -> None:
-    from confluent_kafka.admin import AdminClient
-
-    names = list(names)
-    if names:
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        for future in admin.delete_topics(names).values():
-            future.result(30)
-
-
 def produce(bootstrap: str, topic: str, count: int, *, start: int = 0, timestamp_ms: int | None = None,
             partition: int | None = None) -> list[Record]:
     """`count` records from kafka-python with its defaults (idempotent, acks=all, murmur2 keys):

@@ -9,7 +9,8 @@ from typing import Callable, Iterator
 
 import pytest
 
-from tests.spark.clients import create_topic, delete_topics
+from tests.spark.clients import create_topic
+from tests.topics import delete_topics
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 # Executors run the data source in Python workers: the interpreter of this virtualenv.

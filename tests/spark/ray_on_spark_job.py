@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 ROWS = 20_000
+PROGRESS = "[ray-on-spark scenario]"
 
 
 def main(work: Path) -> dict:
@@ -40,9 +41,11 @@ def main(work: Path) -> dict:
     mark = time.monotonic()
 
     def phase(name: str) -> None:
+        """Record `name` as done; say so on stderr, so a scenario that hangs shows where."""
         nonlocal mark
         phases[name] = round(time.monotonic() - mark, 1)
         mark = time.monotonic()
+        print(f"{PROGRESS} {time.strftime('%H:%M:%S')} {name} done in {phases[name]} s", file=sys.stderr, flush=True)
 
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

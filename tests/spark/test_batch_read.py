@@ -8,7 +8,8 @@ from typing import Iterator
 
 import pytest
 
-from tests.spark.clients import Record, consume, create_topic, delete_topics, produce, spark_records
+from tests.spark.clients import Record, consume, create_topic, produce, spark_records
+from tests.topics import delete_topics
 
 COUNT = 200
 

@@ -43,6 +43,7 @@ def work_dir() -> Path:
     shutil.rmtree(path, ignore_errors=True)
 
 
+@pytest.mark.alone
 def test_rafka_on_ray_on_spark_ingests_through_ray_tasks_and_leaves_nothing_behind(work_dir: Path) -> None:
     if shutil.which("unshare") is None or shutil.which("ip") is None:
         pytest.fail("util-linux's unshare and iproute2's ip are needed for the network namespace")
@@ -63,9 +64,9 @@ def test_rafka_on_ray_on_spark_ingests_through_ray_tasks_and_leaves_nothing_behi
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)  # the scenario's own process group, by its pid
         stdout, stderr = proc.communicate()
-        pytest.fail(f"the Ray-on-Spark scenario did not finish in {TIMEOUT_S} s; stderr tail:\n{stderr[-3000:]}")
+        pytest.fail(f"the Ray-on-Spark scenario did not finish in {TIMEOUT_S} s; {progress(stderr)}")
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    assert proc.returncode == 0 and lines, f"scenario failed ({proc.returncode}); stderr tail:\n{stderr[-3000:]}"
+    assert proc.returncode == 0 and lines, f"scenario failed ({proc.returncode}); {progress(stderr)}"
     seen = json.loads(lines[-1])
     print("Ray-on-Spark phases (s):", seen["phases_s"])
     assert seen["netns"] != os.readlink("/proc/self/ns/net")
@@ -73,6 +74,12 @@ def test_rafka_on_ray_on_spark_ingests_through_ray_tasks_and_leaves_nothing_behi
     assert seen["exact"] and seen["partitions_by_murmur2"]
     assert seen["tasks"] == 2 and len(seen["task_nodes"]) == 2 and seen["head_node"] not in seen["task_nodes"]
     assert_nothing_left_in(seen["netns"])
+
+
+def progress(stderr: str) -> str:
+    """The phases the scenario finished (its progress lines), then its stderr's tail."""
+    done = "\n".join(line for line in stderr.splitlines() if line.startswith("[ray-on-spark scenario]"))
+    return f"phases done:\n{done or '(none)'}\nstderr tail:\n{stderr[-3000:]}"
 
 
 def assert_nothing_left_in(netns: str) -> None:
