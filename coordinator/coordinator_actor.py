@@ -77,7 +77,7 @@ class BrokerCoordinator:
         self._maintenance = LogMaintenance(config, self._log)
         self._reconciler = ReplicaReconciler(
             self._id, RayReplicaLauncher(self._id, config.log_dirs, namespace, node_id,
-                                         coordinator=ray.get_runtime_context().current_actor),
+                                         coordinator=coordinator_name(self._id)),
             self._maintenance, self._topic_config, self._log)
         self._tasks: list[asyncio.Task] = []
         self._retry: asyncio.TimerHandle | None = None

@@ -57,7 +57,9 @@ class PartitionReplica:
                  socket_path: str | None = None, *, checkpoint: PartitionCheckpoint | None = None,
                  topic_id: uuid.UUID | None = None, coordinator: Any = None) -> None:
         self._tp = tp
-        self._coordinator = coordinator   # its broker's BrokerCoordinator: ISR changes go through it
+        # Its broker's BrokerCoordinator (ISR changes go through it): a handle, or its (name, namespace),
+        # looked up at the first ISR change; a handle unpickled here would import the coordinator's code.
+        self._coordinator = coordinator
         self._alter_isr_task: asyncio.Task | None = None
         self._isr_task: asyncio.Task | None = None
         self._isr_retry_at_ms = 0   # after a refused or unanswered ISR change, wait before the next
@@ -509,13 +511,21 @@ class PartitionReplica:
         if proposal is not None:
             self._alter_isr_task = asyncio.ensure_future(self._alter_isr(proposal))
 
+    async def _coordinator_handle(self) -> Any:
+        if isinstance(self._coordinator, tuple):
+            import ray   # only here: the replica's code runs without Ray in the unit tests
+            name, namespace = self._coordinator
+            self._coordinator = await asyncio.to_thread(ray.get_actor, name, namespace)
+        return self._coordinator
+
     async def _alter_isr(self, isr: tuple[int, ...]) -> None:
         state = self._state
         request = AlterIsr(self._tp.topic, self._tp.partition, state.broker_id, state.leader_epoch, isr,
                            state.partition_epoch)
         try:
+            coordinator = await self._coordinator_handle()
             error, confirmed, partition_epoch = await asyncio.wait_for(
-                self._coordinator.alter_isr.remote(request), ALTER_ISR_TIMEOUT_S)
+                coordinator.alter_isr.remote(request), ALTER_ISR_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001 - the coordinator is gone or slow: propose again later
             error, confirmed, partition_epoch = ErrorCode.REQUEST_TIMED_OUT, None, -1
             self._logger.warning("ISR change to %s got no answer: %r", list(isr), e)

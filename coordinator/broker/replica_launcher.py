@@ -49,9 +49,12 @@ class RayReplicaLauncher:
     """The Ray steps of the replica reconciler, for one broker."""
 
     def __init__(self, broker_id: int, log_dirs: tuple[str, ...], namespace: str, node_id: str | None,
-                 coordinator: Any = None) -> None:
+                 coordinator: str | None = None) -> None:
         self._broker_id = broker_id
-        self._coordinator = coordinator   # handed to each replica: its ISR changes go through it
+        # The coordinator's actor name, handed to each replica (its ISR changes go through it). Not
+        # its handle: unpickling a handle makes Ray import the actor's class, and with it the whole
+        # coordinator and front end (~5.5 MiB in every replica process).
+        self._coordinator = coordinator
         self._log_dirs = log_dirs
         self._namespace = namespace
         self._node_id = node_id
@@ -68,7 +71,8 @@ class RayReplicaLauncher:
                 name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
                 **pin_to_node(self._node_id)).remote(
                     self._broker_id, tp, log_dir, config, socket_path(self._namespace, name),
-                    checkpoint=place(tp, log_dir), topic_id=topic_id, coordinator=self._coordinator)
+                    checkpoint=place(tp, log_dir), topic_id=topic_id,
+                    coordinator=(self._coordinator, self._namespace) if self._coordinator else None)
         else:
             log_dir = find_partition_dir(self._log_dirs, tp) or choose_log_dir(self._log_dirs, tp)
             place(tp, log_dir)
