@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable
 
 from rafka.common.errors import ErrorCode
-from rafka.cli.output import print_table, trailing_options
+from rafka.cli.output import admin_command, print_table
 from rafka.net.client import KafkaConnection
 from rafka.net.protocol import apis
 
@@ -261,15 +261,9 @@ class GroupAdmin:
 
 # -- command line ---------------------------------------------------------------------------
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("groups", help="list, describe, reset or delete consumer groups", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="examples:\n  rafka groups list --bootstrap-server 127.0.0.1:9092\n"
-                              "  rafka groups describe orders-app\n"
-                              "  rafka groups reset-offsets orders-app --topic orders --to-earliest --execute")
-    p.add_argument("--bootstrap-server", default="127.0.0.1:9092", help="a broker (default 127.0.0.1:9092)")
-    p.add_argument("--output", choices=("text", "json"), default="text")
-    common = trailing_options()
-    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions, common = admin_command(sub, "groups", "list, describe, reset or delete consumer groups", __doc__, [
+        "rafka groups list --bootstrap-server 127.0.0.1:9092", "rafka groups describe orders-app",
+        "rafka groups reset-offsets orders-app --topic orders --to-earliest --execute"])
     actions.add_parser("list", help="every group of every broker", parents=[common])
     d = actions.add_parser("describe", help="state, members, and per partition offset, log end and lag",
                            parents=[common])

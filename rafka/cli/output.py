@@ -15,6 +15,18 @@ def trailing_options() -> argparse.ArgumentParser:
     return common
 
 
+def admin_command(sub: argparse._SubParsersAction, name: str, help: str, description: str | None,
+                  examples: list[str]) -> tuple[argparse._SubParsersAction, argparse.ArgumentParser]:
+    """A `rafka NAME ACTION` command that talks to a broker, as `kafka-topics.sh` and
+    `kafka-consumer-groups.sh` do: `--bootstrap-server` and `--output`, accepted before or
+    after the action. Returns the actions' subparsers and the parent each action takes."""
+    p = sub.add_parser(name, help=help, description=description, formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="examples:\n" + "\n".join(f"  {e}" for e in examples))
+    p.add_argument("--bootstrap-server", default="127.0.0.1:9092", help="a broker (default 127.0.0.1:9092)")
+    p.add_argument("--output", choices=("text", "json"), default="text")
+    return p.add_subparsers(dest="action", metavar="ACTION", required=True), trailing_options()
+
+
 def print_table(headers: list[str], rows: list[list[Any]]) -> None:
     widths = [max(len(str(x)) for x in column) for column in zip(headers, *rows)] if rows else [len(h) for h in headers]
     for row in [headers, *rows]:

@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from rafka.cli.output import trailing_options
+from rafka.cli.output import admin_command
 from rafka.common.errors import ErrorCode
 from rafka.net.client import KafkaConnection
 from rafka.net.protocol import apis
@@ -114,15 +114,10 @@ def _raise_for(result: dict) -> None:
 
 # -- the command --------------------------------------------------------------------------------
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("topics", help="list, describe, create or delete topics", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       epilog="examples:\n  rafka topics list --bootstrap-server 127.0.0.1:9092\n"
-                              "  rafka topics create orders --partitions 6 --config retention.ms=86400000\n"
-                              "  rafka topics describe orders --output json\n  rafka topics delete orders")
-    p.add_argument("--bootstrap-server", default="127.0.0.1:9092", help="a broker (default 127.0.0.1:9092)")
-    p.add_argument("--output", choices=("text", "json"), default="text")
-    common = trailing_options()
-    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions, common = admin_command(sub, "topics", "list, describe, create or delete topics", __doc__, [
+        "rafka topics list --bootstrap-server 127.0.0.1:9092",
+        "rafka topics create orders --partitions 6 --config retention.ms=86400000",
+        "rafka topics describe orders --output json", "rafka topics delete orders"])
     actions.add_parser("list", help="every topic's name", parents=[common])
     d = actions.add_parser("describe", help="partitions with leader, replicas and ISR (every topic by default)",
                            parents=[common])
