@@ -11,14 +11,17 @@ import tracemalloc
 
 import pytest
 
+from rafka.common.config import LogConfig
 from rafka.common.errors import CorruptRecordError, ErrorCode
 from rafka.common.varint import write_varint
+from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.record_batch import (
     ATTRIBUTES_OFFSET, CRC_OFFSET, MAX_DECOMPRESSED_BATCH_BYTES, RECORD_BATCH_OVERHEAD, Compression, Record,
     compute_crc, decode_records, encode_batch,
 )
 
 TS = 1_800_000_000_000
+HOUR = 3_600_000
 CODECS = [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD]
 LIMIT = 64 * 1024  # lowered per call, so each codec's bomb stays small in the test process
 
@@ -130,3 +133,21 @@ def test_a_1_gib_gzip_bomb_is_refused_quickly_in_bounded_memory():
     assert peak < 2 * MAX_DECOMPRESSED_BATCH_BYTES, f"peak {peak / (1 << 20):.1f} MiB"
     assert elapsed < 2.5, f"{elapsed:.2f} s"
 
+
+# -- through PartitionLog.append: the produce paths that decompress ---------------------------
+
+COMPACTED = LogConfig(cleanup_policy=("compact",))
+CREATE_TIME_BOUNDED = LogConfig(message_timestamp_before_max_ms=HOUR, message_timestamp_after_max_ms=HOUR)
+
+
+@pytest.mark.parametrize("config", [COMPACTED, CREATE_TIME_BOUNDED], ids=["compacted", "create-time-bounds"])
+def test_append_refuses_a_bomb_writes_nothing_and_takes_the_next_batch(tmp_path, config):
+    log = PartitionLog.open(tmp_path / "t-0", config)
+    bomb = gzip_bomb(MAX_DECOMPRESSED_BATCH_BYTES + (1 << 20))
+    with pytest.raises(CorruptRecordError, match="expand past") as refused:
+        log.append(bomb, leader_epoch=0, max_batch_bytes=1 << 20, now_ms=TS)
+    assert refused.value.code is ErrorCode.CORRUPT_MESSAGE
+    assert log.log_end_offset == 0 and log.segments[-1].size == 0
+    normal = encode_batch([Record(0, TS, b"k", b"v" * 1000)], compression=Compression.GZIP)
+    info = log.append(normal, leader_epoch=0, max_batch_bytes=1 << 20, now_ms=TS)
+    assert info.base_offset == 0 and log.log_end_offset == 1
