@@ -290,9 +290,11 @@ class PartitionLog:
         and partitionLeaderEpoch fields are rewritten, and under LogAppendTime its timestamp
         type, maxTimestamp and CRC (see timestamps.py); read-only input is copied once. Refusals
         raise before anything is written (see `validate_batches`; INVALID_TIMESTAMP for CreateTime
-        out of the configured bounds); an append larger than `segment.bytes` raises
-        RecordBatchTooLargeError (RECORD_LIST_TOO_LARGE), as Kafka. `now_ms` (default: the wall
-        clock) is the append time: LogAppendTime, timestamp bounds and time-based rolling.
+        out of the configured bounds; CORRUPT_MESSAGE for compressed records that expand past
+        `MAX_DECOMPRESSED_BATCH_BYTES`, where compaction or CreateTime bounds decode them); an
+        append larger than `segment.bytes` raises RecordBatchTooLargeError (RECORD_LIST_TOO_LARGE),
+        as Kafka. `now_ms` (default: the wall clock) is the append time: LogAppendTime, timestamp
+        bounds and time-based rolling.
         """
         self._check_open()
         now = _now_ms() if now_ms is None else now_ms

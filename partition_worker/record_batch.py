@@ -22,13 +22,15 @@ Layout of one batch (big-endian), as Kafka's `DefaultRecordBatch`:
 The hot path (`validate_batches`, `assign_offsets`) reads headers only and checksums a
 memoryview slice, so a produce request's bytes reach the disk without a copy.
 `decode_records` and `encode_batch` (decompression, record parsing) serve tests, tools,
-timestamp lookups and our own client.
+timestamp lookups, our own client, and the produce checks of compacted topics and CreateTime
+bounds; one batch decompresses to `MAX_DECOMPRESSED_BATCH_BYTES` at most (decompression bombs).
 """
 from __future__ import annotations
 
 import gzip
 import io
 import struct
+import zlib
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterable, Sequence
@@ -77,6 +79,19 @@ _UINT32 = struct.Struct(">I")
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK_SIZE = 32 * 1024
+
+# Kafka streams a compressed batch's records and never holds them all; we decompress a batch
+# whole (`decode_records`), so a few MiB of zeros sent as gzip would expand to gigabytes in a
+# replica (issue 23). The bound sits far above what clients send: librdkafka's batch.size
+# (1 MB) counts uncompressed bytes; the Java producer's batch.size (16 KiB, often raised to
+# 1 MiB) counts estimated compressed bytes, so 64 MiB is 64x compression of such a batch, more
+# than real records give. It is not higher because decoded records cost more again as Python
+# objects (about 13x for tiny records). A batch over it is refused as CORRUPT_MESSAGE.
+MAX_DECOMPRESSED_BATCH_BYTES = 64 << 20
+# Codecs decompress this much at a time (as zstandard's readall), so a bomb costs at most the
+# bound plus one chunk, and a batch of up to 1 MiB comes out in one piece, without a join.
+_DECOMPRESS_CHUNK = 1 << 20
+_LZ4_MAX_EXPANSION = 255
 
 
 class Compression(IntEnum):
@@ -302,34 +317,24 @@ def compress(codec: int, data: bytes) -> bytes:
     raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}")
 
 
-def decompress(codec: int, data: bytes | memoryview) -> bytes:
-    """Inverse of `compress`; also reads raw (unframed) snappy. CorruptRecordError on bad input."""
+def decompress(codec: int, data: bytes | memoryview, max_bytes: int = MAX_DECOMPRESSED_BATCH_BYTES) -> bytes:
+    """Inverse of `compress`; also reads raw (unframed) snappy and gzip of many members.
+
+    Never produces more than `max_bytes` + 1 bytes: gzip, LZ4 and zstd stream at most
+    `_DECOMPRESS_CHUNK` bytes at a time (an LZ4 frame too small to pass the bound is done in
+    one call), snappy's declared lengths are checked before anything is decompressed.
+    CorruptRecordError on bad input, and when the records expand past `max_bytes` (a
+    decompression bomb: a small batch of zeros expands a thousandfold).
+    """
     try:
         if codec == Compression.GZIP:
-            return gzip.decompress(data)
+            return _gunzip(data, max_bytes)
         if codec == Compression.SNAPPY:
-            import cramjam
-            raw = bytes(data)
-            if raw[:8] != _XERIAL_MAGIC:
-                return bytes(cramjam.snappy.decompress_raw(raw))
-            out = bytearray()
-            pos = 16  # magic, version, compatible version
-            while pos < len(raw):
-                (n,) = _INT32.unpack_from(raw, pos)
-                pos += 4
-                if n < 0 or pos + n > len(raw):
-                    raise CorruptRecordError("xerial snappy block runs past the end of the batch")
-                out += bytes(cramjam.snappy.decompress_raw(raw[pos:pos + n]))
-                pos += n
-            return bytes(out)
+            return _unsnappy(data, max_bytes)
         if codec == Compression.LZ4:
-            import lz4.frame
-            return lz4.frame.decompress(bytes(data))
+            return _unlz4(data, max_bytes)
         if codec == Compression.ZSTD:
-            import zstandard
-            # Streaming: frames written by zstd-jni carry no content size, so one-shot decompress() fails.
-            with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data)), read_across_frames=True) as r:
-                return r.read()
+            return _unzstd(data, max_bytes)
         if codec == Compression.NONE:
             return bytes(data)
     except CorruptRecordError:
@@ -339,15 +344,121 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
     raise UnsupportedCompressionTypeError(f"Unknown compression type id: {codec}")
 
 
+def _check_expanded(codec: int, size: int, max_bytes: int) -> None:
+    if size > max_bytes:
+        raise CorruptRecordError(
+            f"{Compression(codec).name} records expand past {max_bytes} bytes, the most this broker "
+            f"decompresses for one batch")
+
+
+class _BoundedOutput:
+    """Chunks of one batch's decompressed records; CorruptRecordError once they pass `max_bytes`."""
+
+    def __init__(self, codec: int, max_bytes: int) -> None:
+        self._codec, self._max_bytes = codec, max_bytes
+        self._chunks: list[bytes] = []
+        self._total = 0
+
+    def room(self) -> int:
+        """How much to ask the decompressor for next: a chunk, or one byte past the bound."""
+        return min(_DECOMPRESS_CHUNK, self._max_bytes + 1 - self._total)
+
+    def add(self, chunk: bytes) -> None:
+        self._total += len(chunk)
+        _check_expanded(self._codec, self._total, self._max_bytes)
+        self._chunks.append(chunk)
+
+    def join(self) -> bytes:
+        return b"".join(self._chunks)  # one chunk is returned as it is, not copied
+
+
+def _gunzip(data: bytes | memoryview, max_bytes: int) -> bytes:
+    """As gzip.decompress (members one after another, zero padding between them skipped)."""
+    out = _BoundedOutput(Compression.GZIP, max_bytes)
+    while data:
+        member = zlib.decompressobj(wbits=31)  # gzip header and trailer; the CRC-32 and size are checked
+        while not member.eof:
+            want = out.room()
+            chunk = member.decompress(data, want)
+            out.add(chunk)
+            data = member.unconsumed_tail
+            if len(chunk) < want and not member.eof:
+                raise CorruptRecordError("GZIP records are truncated")
+        data = member.unused_data.lstrip(b"\x00")
+    return out.join()
+
+
+def _unsnappy(data: bytes | memoryview, max_bytes: int) -> bytes:
+    """Raw snappy, or xerial framing. Raw snappy opens with its uncompressed length (a varint)
+    and its decompressor allocates that much first, so the length is checked before."""
+    import cramjam
+    raw = bytes(data)
+    if raw[:8] != _XERIAL_MAGIC:
+        _check_expanded(Compression.SNAPPY, cramjam.snappy.decompress_raw_len(raw), max_bytes)
+        return bytes(cramjam.snappy.decompress_raw(raw))
+    out = bytearray()
+    pos = 16  # magic, version, compatible version
+    while pos < len(raw):
+        (n,) = _INT32.unpack_from(raw, pos)
+        pos += 4
+        if n < 0 or pos + n > len(raw):
+            raise CorruptRecordError("xerial snappy block runs past the end of the batch")
+        block = raw[pos:pos + n]
+        _check_expanded(Compression.SNAPPY, len(out) + cramjam.snappy.decompress_raw_len(block), max_bytes)
+        out += bytes(cramjam.snappy.decompress_raw(block))
+        pos += n
+    return bytes(out)
+
+
+def _unlz4(data: bytes | memoryview, max_bytes: int) -> bytes:
+    """One LZ4 frame (as Kafka's KafkaLZ4BlockInputStream); bytes after it are ignored.
+
+    LZ4 gives at most 255 bytes for each byte sent (a match length grows by 255 a byte), so a
+    frame that small cannot pass `max_bytes` and is decompressed in one call. Larger ones
+    stream, about ten times slower: python-lz4 then copies each block into its window.
+    """
+    import lz4.frame
+    if len(data) * _LZ4_MAX_EXPANSION <= max_bytes:
+        return lz4.frame.decompress(data)
+    frame = lz4.frame.LZ4FrameDecompressor()
+    out = _BoundedOutput(Compression.LZ4, max_bytes)
+    while not frame.eof:
+        want = out.room()
+        chunk = frame.decompress(data, max_length=want)
+        out.add(chunk)
+        data = b""  # the decompressor keeps what it has not used
+        if len(chunk) < want and not frame.eof:
+            raise CorruptRecordError("LZ4 records are truncated")
+    return out.join()
+
+
+def _unzstd(data: bytes | memoryview, max_bytes: int) -> bytes:
+    """Streaming, across frames: frames written by zstd-jni carry no content size, so one-shot
+    decompress() fails."""
+    import zstandard
+    out = _BoundedOutput(Compression.ZSTD, max_bytes)
+    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(bytes(data)), read_across_frames=True) as r:
+        while chunk := r.read(out.room()):
+            out.add(chunk)
+    return out.join()
+
+
 # -- records -----------------------------------------------------------------------------
 
-def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0, *,
-                   verify_crc: bool = True) -> tuple[BatchHeader, list[Record]]:
+def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0, *, verify_crc: bool = True,
+                   max_decompressed_bytes: int = MAX_DECOMPRESSED_BATCH_BYTES) -> tuple[BatchHeader, list[Record]]:
     """Parse the whole batch at `pos`, decompressing when needed.
 
     Under LogAppendTime every record's timestamp is the batch's maxTimestamp (as Kafka's
     clients read it). Raises CorruptRecordError for a bad CRC, a cut batch, a record count
-    that does not match, or records that do not parse; InvalidRecordError for magic != 2.
+    that does not match, or records that do not parse, and when compressed records expand past
+    `max_decompressed_bytes` (see `decompress`); InvalidRecordError for magic != 2.
+
+    The bound holds for batches already in our log too (cleaner, timestamp lookups, dumps,
+    group offsets): only produce requests that compact or check CreateTime decode, so a bomb
+    sent to any other topic is stored as it came, and must not take down its reader later.
+    Such a batch fails its reader instead: ListOffsets by timestamp on it, or cleaning its log
+    (the cleaner then leaves the log as it was).
     """
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
     if len(mv) - pos >= HEADER_SIZE_UP_TO_MAGIC and mv[pos + MAGIC_OFFSET] != MAGIC_V2:
@@ -359,7 +470,7 @@ def decode_records(buf: bytes | bytearray | memoryview, pos: int = 0, *,
         raise CorruptRecordError(f"record batch at position {pos} has a bad CRC-32C")
     body: bytes | memoryview = mv[pos + RECORD_BATCH_OVERHEAD:pos + h.size]
     if h.compression != Compression.NONE:
-        body = decompress(h.compression, body)
+        body = decompress(h.compression, body, max_decompressed_bytes)
     log_append_time = h.timestamp_type == TimestampType.LOG_APPEND_TIME
     records: list[Record] = []
     p, end = 0, len(body)
