@@ -6,6 +6,9 @@ It holds no decisions of its own. It owns, and drives from its timers and ZooKee
 - the broker's front end actor, which it starts and hands metadata and local leaders;
 - `Controller` (coordinator/controller/): campaigns for `/controller` and, while it holds
   it, elects leaders and builds the metadata this actor then sends every broker's coordinator;
+- `BrokerDeathWatch` (coordinator/broker/): learns of a broker's death from Ray at once (the
+  controller watches every broker, the others the controller), so failover and controller
+  election do not wait for the dead broker's ZooKeeper session to expire;
 - `ReplicaReconciler` (coordinator/broker/): moves this broker's replicas toward the
   metadata it receives, one isolated step per partition;
 - `AdminService` (coordinator/admin/): the topic admin APIs its front end forwards;
@@ -35,6 +38,7 @@ from rafka.common.topic_configs import ConfigEntry
 from rafka.common.types import Endpoint
 from rafka.coordinator.admin.admin_service import AdminService
 from rafka.coordinator.admin.topic_plan import max_replication_factor
+from rafka.coordinator.broker.death_watch import BrokerDeathWatch
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.coordinator.broker.reconciler import ReplicaReconciler
 from rafka.coordinator.broker.replica_launcher import RayReplicaLauncher
@@ -49,6 +53,7 @@ from rafka.partition_worker.log_dirs import check_meta_properties
 from rafka.partition_worker.messages import AlterIsr
 
 log = logging.getLogger(__name__)
+state_change = logging.getLogger("rafka.state_change")
 
 FrontendActor = ray.remote(Frontend)
 SERVE_WAIT_MS = 30000          # how long `start` waits for metadata that lists this broker
@@ -79,6 +84,8 @@ class BrokerCoordinator:
             self._id, RayReplicaLauncher(self._id, config.log_dirs, namespace, node_id,
                                          coordinator=coordinator_name(self._id)),
             self._maintenance, self._topic_config, self._log)
+        self._death_watch = BrokerDeathWatch(self._id, namespace, self._broker_died, self._log)
+        self._stopped = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._retry: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -133,6 +140,8 @@ class BrokerCoordinator:
     async def shutdown(self) -> None:
         """Clean stop: close replicas (flush, clean-shutdown marker), front end, ZooKeeper session."""
         self._stopping = True
+        self._stopped.set()
+        self._death_watch.stop()
         for task in self._tasks:
             task.cancel()
         if self._retry is not None:
@@ -158,10 +167,19 @@ class BrokerCoordinator:
         """What `rafka status` shows of this broker: its role, replicas and offline replicas."""
         return {"broker_id": self._id, "controller": self._controller is not None and self._controller.is_active,
                 "controller_epoch": self._reconciler.controller_epoch, "cluster_id": self._cluster_id,
-                "endpoint": str(self._endpoint), "pid": os.getpid(),
+                "endpoint": str(self._endpoint), "pid": os.getpid(), "node_id": self._node_id,
                 "replicas": sorted(str(tp) for tp in self._reconciler.replicas),
                 "offline_replicas": [{"partition": str(o.tp), "error": o.error, "failures": o.failures,
                                       "retry_in_ms": round(o.retry_in_ms)} for o in self._reconciler.offline()]}
+
+    async def await_stop(self) -> None:
+        """Returns when this broker begins a clean stop. The controller keeps this call
+        outstanding: if it fails instead, this broker's process died (`BrokerDeathWatch`)."""
+        await self._stopped.wait()
+
+    def zk_session_id(self) -> int:
+        """The ZooKeeper session that owns this broker's registration."""
+        return self._zk.session_id
 
     async def replica_pids(self) -> dict[str, int]:
         """Process ids of this broker's actors (coordinator, front end, replicas), by actor name."""
@@ -226,10 +244,30 @@ class BrokerCoordinator:
                 metadata = await asyncio.to_thread(self._controller.run_round, self._cluster_id)
                 if metadata is not None:
                     await self._send_metadata(metadata)
+                self._watch_for_deaths()
             except Exception:  # keep the broker alive; the next event retries
                 self._log.exception("controller round failed")
                 await asyncio.sleep(0.5)
                 self._wake.set()
+
+    def _watch_for_deaths(self) -> None:
+        """The controller watches every broker; the others watch the controller."""
+        if self._stopping:
+            return
+        if self._controller is not None and self._controller.is_active:
+            self._death_watch.watch(self._metadata.brokers)
+        elif self._metadata.controller_id >= 0:
+            self._death_watch.watch((self._metadata.controller_id,))
+
+    async def _broker_died(self, broker_id: int, session_id: int) -> None:
+        """A broker's process died (`BrokerDeathWatch`): remove the registration and controller
+        role its session left behind; the ZooKeeper watches then move its leaderships, or
+        start a controller election."""
+        removed = await asyncio.to_thread(self._zk.remove_dead_session_nodes, broker_id, session_id)
+        if removed:
+            state_change.info("[Broker id=%d] broker %d died: removed %s of its expiring session",
+                              self._id, broker_id, ", ".join(removed))
+            self._wake.set()
 
     async def _send_metadata(self, metadata: ClusterMetadata) -> None:
         """LeaderAndIsr + UpdateMetadata to every live broker's coordinator, each bounded in time."""
@@ -266,6 +304,7 @@ class BrokerCoordinator:
         self._metadata_changed.set()
         self._metadata_changed = asyncio.Event()
         self._schedule_retry()
+        self._watch_for_deaths()
 
     def _schedule_retry(self) -> None:
         """Run the reconciler again when a failed replica is due for its next start."""

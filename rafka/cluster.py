@@ -17,8 +17,9 @@ from typing import Any
 
 from rafka.actors import ray_env  # sets Ray's loopback environment before ray is imported
 from rafka.actors.naming import DEFAULT_NAMESPACE, coordinator_name
-from rafka.actors.supervisor import start_service, stop_service
+from rafka.actors.supervisor import kill_processes, start_service, stop_service
 from rafka.common.config import BrokerConfig
+from rafka.common.types import Endpoint
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +27,8 @@ DEFAULT_FIRST_PORT = 9092
 
 
 def start_broker(config: BrokerConfig, namespace: str, node_id: str | None = None,
-                 stale_registration_wait_s: float = 0.0, timeout_s: float = 120.0) -> tuple[Any, dict]:
+                 stale_registration_wait_s: float = 0.0, timeout_s: float = 120.0,
+                 detached: bool = False) -> tuple[Any, dict]:
     """Start one broker (its `BrokerCoordinator`, which starts the rest) and wait until it
     serves; StartupError with the broker's own reason."""
     from rafka.actors.ray_env import current_node_id
@@ -35,7 +37,31 @@ def start_broker(config: BrokerConfig, namespace: str, node_id: str | None = Non
     node = node_id or current_node_id()
     return start_service(BrokerCoordinator, coordinator_name(config.broker_id), namespace,
                          config, namespace, node, stale_registration_wait_s,
-                         node_id=node, label=f"broker {config.broker_id}", timeout_s=timeout_s)
+                         node_id=node, label=f"broker {config.broker_id}", timeout_s=timeout_s, detached=detached)
+
+
+def find_broker(namespace: str, broker_id: int) -> Any | None:
+    """The running coordinator actor of `broker_id`, or None."""
+    try:
+        return ray_env.ray.get_actor(coordinator_name(broker_id), namespace=namespace)
+    except ValueError:
+        return None
+
+
+def kill_broker(namespace: str, broker_id: int, timeout_s: float = 30.0) -> dict[str, int]:
+    """kill -9 of every process of one broker (coordinator, front end, replicas) at once, as a
+    machine losing power: nothing is flushed or closed, and its ZooKeeper session expires on
+    its own after zookeeper.session.timeout.ms. Returns the pids killed, by actor name;
+    LookupError when the broker does not run."""
+    actor = find_broker(namespace, broker_id)
+    if actor is None:
+        raise LookupError(f"broker {broker_id} is not running")
+    ray = ray_env.ray
+    node_id = ray.get(actor.status.remote(), timeout=timeout_s)["node_id"]
+    pids = ray.get(actor.replica_pids.remote(), timeout=timeout_s)
+    kill_processes(pids, namespace, node_id, timeout_s)
+    log.info("killed broker %d: %d processes", broker_id, len(pids))
+    return pids
 
 
 @dataclass(frozen=True)
@@ -77,6 +103,7 @@ class Cluster:
         self._zookeeper: Any = None
         self._started_ray = False
         self.brokers: dict[int, BrokerHandle] = {}
+        self.ports: dict[int, int] = {}   # each broker's listener port, kept across restarts
         self.cluster_id = ""
 
     # -- lifecycle -------------------------------------------------------------------
@@ -99,12 +126,33 @@ class Cluster:
         log.info("cluster serving at %s after %.1f s", self.bootstrap_servers, time.monotonic() - started)
         return self
 
-    def start_broker(self, config: BrokerConfig, stale_registration_wait_s: float = 0.0) -> BrokerHandle:
-        actor, info = start_broker(config, self.namespace, stale_registration_wait_s=stale_registration_wait_s)
+    def start_broker(self, config: BrokerConfig, stale_registration_wait_s: float = 0.0,
+                     detached: bool = False) -> BrokerHandle:
+        actor, info = start_broker(config, self.namespace, stale_registration_wait_s=stale_registration_wait_s,
+                                   detached=detached)
         handle = BrokerHandle(config.broker_id, info["host"], info["port"], actor)
         self.brokers[config.broker_id] = handle
+        self.ports[config.broker_id] = handle.port
         self.cluster_id = info["cluster_id"]
         return handle
+
+    def restart_broker(self, broker_id: int, *, port: int | None = None, detached: bool = False) -> BrokerHandle:
+        """Start a stopped or killed broker again, on its own data and its own port (`port`,
+        or the one it had). A killed broker's ZooKeeper registration lives until its session
+        expires: the new one waits for that, up to twice the session timeout."""
+        config = self.broker_config(broker_id - self._base.broker_id)
+        port = port if port is not None else self.ports.get(broker_id)
+        if port:
+            host = Endpoint.parse(config.listeners[0]).host
+            config = config.replace(listeners=(f"PLAINTEXT://{host}:{port}",))
+        return self.start_broker(config, stale_registration_wait_s=2 * config.zookeeper_session_timeout_ms / 1000,
+                                 detached=detached)
+
+    def kill_broker(self, broker_id: int) -> dict[str, int]:
+        """kill -9 of one broker's processes (see `kill_broker`); `restart_broker` brings it back."""
+        pids = kill_broker(self.namespace, broker_id)
+        self.brokers.pop(broker_id, None)
+        return pids
 
     @property
     def ray_address(self) -> str:
@@ -116,11 +164,18 @@ class Cluster:
         return broker_status(self.namespace, list(self.brokers), timeout_s)
 
     def stop_broker(self, broker_id: int) -> None:
-        handle = self.brokers.pop(broker_id)
-        stop_service(handle.actor)
+        """Clean stop of one broker (replicas flushed and closed, registration removed). The
+        broker is found by name, so one restarted by another driver (`rafka broker start`) stops too."""
+        handle = self.brokers.pop(broker_id, None)
+        actor = find_broker(self.namespace, broker_id) if ray_env.ray.is_initialized() else None
+        if actor is None and handle is not None:
+            actor = handle.actor
+        if actor is not None:
+            stop_service(actor)
 
     def stop(self) -> None:
-        for broker_id in sorted(self.brokers, reverse=True):
+        first = self._base.broker_id
+        for broker_id in sorted(set(self.brokers) | set(range(first, first + self.broker_count)), reverse=True):
             self.stop_broker(broker_id)
         if self._started_ray:
             ray_env.ray.shutdown()

@@ -160,6 +160,23 @@ class ZkStore(ZkWatches, ZkProducerIdBlocks):
                     f"just killed, its session expires within {self.session_timeout_ms} ms: retry then.")
             gone.wait(remaining)
 
+    def remove_dead_session_nodes(self, broker_id: int, session_id: int) -> list[str]:
+        """Delete `/brokers/ids/<id>` and `/controller` where the session `session_id` still
+        owns them: that broker's process is known to be dead, so its session only lingers
+        until it expires. Nodes of any other session (a restarted broker's) stay. Returns the
+        paths removed."""
+        removed = []
+        for path in (zd.broker_path(broker_id), zd.CONTROLLER_PATH):
+            stat = self.client.exists(path)
+            if stat is None or stat.ephemeralOwner != session_id:
+                continue
+            try:
+                self.client.delete(path, version=stat.version)
+                removed.append(path)
+            except (NoNodeError, BadVersionError):
+                pass
+        return removed
+
     def unregister_broker(self, broker_id: int) -> None:
         """Delete `/brokers/ids/<id>` if this session owns it."""
         path = zd.broker_path(broker_id)
