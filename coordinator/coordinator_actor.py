@@ -37,7 +37,6 @@ from rafka.common.metadata import ClusterMetadata
 from rafka.common.topic_configs import ConfigEntry
 from rafka.common.types import Endpoint
 from rafka.coordinator.admin.admin_service import AdminService
-from rafka.coordinator.admin.topic_plan import max_replication_factor
 from rafka.coordinator.broker.death_watch import BrokerDeathWatch
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.coordinator.broker.reconciler import ReplicaReconciler
@@ -111,7 +110,7 @@ class BrokerCoordinator:
                 self._id, listener.host, listener.port, ray.get_runtime_context().current_actor,
                 auto_create_topics=self._config.auto_create_topics_enable,
                 producer_id_memory_ms=self._config.transactional_id_expiration_ms,
-                group_settings=GroupSettings.from_config(self._config, max_replication_factor(self._config)),
+                group_settings=GroupSettings.from_config(self._config),
                 offsets_topic_configs={"cleanup.policy": "compact", "compression.type": "producer",
                                        "segment.bytes": str(self._config.offsets_topic_segment_bytes)})
         port = await self._frontend.start.remote()

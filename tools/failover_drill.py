@@ -58,10 +58,10 @@ class DrillResult:
 
 
 def drill_config(**overrides: str) -> Any:
-    """The brokers' config: replication on, ZooKeeper sessions of 6 s, min.insync.replicas=2."""
+    """The brokers' config: RF=3 by default, ZooKeeper sessions of 6 s, min.insync.replicas=2."""
     from rafka.common.config import BrokerConfig
 
-    props = {"rafka.replication.enable": "true", "default.replication.factor": "3", "min.insync.replicas": "2",
+    props = {"default.replication.factor": "3", "min.insync.replicas": "2",
              "offsets.topic.replication.factor": "3", "zookeeper.session.timeout.ms": "6000",
              "auto.create.topics.enable": "false"}
     props.update(overrides)

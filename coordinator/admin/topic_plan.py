@@ -3,7 +3,9 @@
 Kafka 3.9's `AdminZkClient.validateTopicCreate` and `AdminUtils.assignReplicasToBrokers`:
 a legal name that does not exist yet, known and valid configs, at least one partition and
 one replica, a replication factor no larger than the live brokers, or an explicit
-assignment whose partitions all have the same number of replicas.
+assignment whose partitions all have the same number of replicas. `__consumer_offsets`, which
+a broker creates on first use, gets offsets.topic.replication.factor capped at the live
+brokers, so a cluster still growing (or a single broker) has a group coordinator.
 """
 from __future__ import annotations
 
@@ -13,19 +15,9 @@ from rafka.common.config import BrokerConfig
 from rafka.common.errors import (ErrorCode, InvalidPartitionsError, InvalidReplicationFactorError, InvalidTopicError,
                                  TopicAlreadyExistsError)
 from rafka.common.metadata import ClusterMetadata
-from rafka.common.types import topic_name_problem
+from rafka.common.types import OFFSETS_TOPIC, topic_name_problem
 from rafka.coordinator.controller import assignment as assign
 from rafka.coordinator.messages import TopicResult, TopicSpec
-
-# Until replication is complete, every partition has a single replica unless the broker
-# says `rafka.replication.enable=true` (README: "Replication").
-UNREPLICATED = 1
-
-
-def max_replication_factor(config: BrokerConfig) -> int:
-    """The largest replication factor this broker creates topics with."""
-    return 32767 if config.rafka_replication_enable else UNREPLICATED
-
 
 def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: list[int], existing: set[str]) -> TopicResult:
     """The result of creating `spec` (a fresh topic id, partitions and replication factor);
@@ -42,6 +34,8 @@ def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: list[int], existi
     else:
         partitions = spec.num_partitions if spec.num_partitions != -1 else config.num_partitions
         rf = spec.replication_factor if spec.replication_factor != -1 else config.default_replication_factor
+        if spec.name == OFFSETS_TOPIC:
+            rf = max(1, min(rf, len(brokers)))
         if partitions < 1:
             raise InvalidPartitionsError("Number of partitions must be larger than 0.")
         if rf < 1:
@@ -49,12 +43,6 @@ def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: list[int], existi
         if rf > len(brokers):
             raise InvalidReplicationFactorError(
                 f"Replication factor: {rf} larger than available brokers: {len(brokers)}.")
-    if rf > max_replication_factor(config):
-        # Replication is not complete yet (lag-based ISR changes, failover tests): refuse
-        # rather than pretend, unless the operator asked for it.
-        raise InvalidReplicationFactorError(
-            f"Replication factor: {rf} is not supported yet: this rafka version does not replicate between "
-            f"brokers unless rafka.replication.enable=true (not yet complete); use replication factor {UNREPLICATED}.")
     return TopicResult(spec.name, ErrorCode.NONE, None, uuid.uuid4(), partitions, rf, dict(spec.configs))
 
 

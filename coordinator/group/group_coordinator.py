@@ -22,6 +22,7 @@ from typing import AsyncIterator, Callable, Protocol
 from rafka.common.config import BrokerConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
+from rafka.common.types import OFFSETS_TOPIC
 from rafka.coordinator.group import offsets_records as records
 from rafka.coordinator.group.group_messages import (
     CommittedOffset, HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, LeaveRequest, LeaveResponse,
@@ -33,7 +34,6 @@ from rafka.coordinator.group.offset_store import OffsetStore
 
 log = logging.getLogger(__name__)
 
-OFFSETS_TOPIC = "__consumer_offsets"
 TopicPartitionKey = tuple[str, int]
 
 # How an error of the append to __consumer_offsets is reported to a committing client
@@ -72,7 +72,7 @@ class GroupSettings:
     """The broker configs the coordinator applies (Kafka's names in the comments)."""
 
     partitions: int = 8                         # offsets.topic.num.partitions
-    replication_factor: int = 1                 # offsets.topic.replication.factor, capped
+    replication_factor: int = 3                 # offsets.topic.replication.factor (capped at the live brokers)
     retention_ms: int = 10_080 * 60_000         # offsets.retention.minutes
     retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
     commit_timeout_ms: int = 5000               # offsets.commit.timeout.ms
@@ -81,12 +81,11 @@ class GroupSettings:
     group: GroupConfig = GroupConfig()
 
     @classmethod
-    def from_config(cls, config: BrokerConfig, max_replication_factor: int) -> "GroupSettings":
-        """The settings a broker config gives; `__consumer_offsets` gets at most the
-        replication factor the cluster supports."""
+    def from_config(cls, config: BrokerConfig) -> "GroupSettings":
+        """The settings a broker config gives."""
         return cls(
             partitions=config.offsets_topic_num_partitions,
-            replication_factor=min(config.offsets_topic_replication_factor, max_replication_factor),
+            replication_factor=config.offsets_topic_replication_factor,
             retention_ms=config.offsets_retention_minutes * 60_000,
             retention_check_interval_ms=config.offsets_retention_check_interval_ms,
             commit_timeout_ms=config.offsets_commit_timeout_ms,

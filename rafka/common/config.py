@@ -151,9 +151,6 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("min.insync.replicas", int, 1, "Minimum ISR for acks=all.", topic_name="min.insync.replicas",
               minimum=1),
     ConfigKey("replica.lag.time.max.ms", int, 30000, "Time before a lagging follower leaves the ISR."),
-    ConfigKey("rafka.replication.enable", _parse_bool, False,
-              "rafka's own switch, off by default while replication is being completed: allow a "
-              "replication factor above 1 (followers fetch from leaders, acks=all waits for the ISR)."),
     ConfigKey("producer.id.expiration.ms", int, 86_400_000,
               "Idle time after which a partition forgets an idempotent producer's state.", minimum=1),
     ConfigKey("producer.id.expiration.check.interval.ms", int, 600_000,
@@ -262,7 +259,6 @@ class BrokerConfig:
     num_partitions: int = 1
     default_replication_factor: int = 1
     auto_create_topics_enable: bool = True
-    rafka_replication_enable: bool = False
     message_max_bytes: int = 1048588
     log_segment_bytes: int = 1 << 30
     log_index_interval_bytes: int = 4096

@@ -109,8 +109,7 @@ BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
     **{name: ConfigType.STRING for name in (
         "listeners", "advertised.listeners", "log.dirs", "zookeeper.connect", "log.message.timestamp.type",
         "rack", "broker.rack")},
-    **{name: ConfigType.BOOLEAN for name in ("auto.create.topics.enable", "log.cleaner.enable", "log.preallocate",
-                                             "rafka.replication.enable")},
+    **{name: ConfigType.BOOLEAN for name in ("auto.create.topics.enable", "log.cleaner.enable", "log.preallocate")},
     **{name: ConfigType.INT for name in (
         "broker.id", "zookeeper.session.timeout.ms", "num.partitions", "default.replication.factor",
         "message.max.bytes", "log.segment.bytes", "log.index.interval.bytes", "log.index.size.max.bytes",

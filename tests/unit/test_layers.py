@@ -32,6 +32,7 @@ LAYERS = {
     "rafka.net": ACTORS,                            # the front end, its server, data plane and handlers
     "rafka.coordinator.coordinator_actor": ACTORS,
     "rafka.coordinator.broker.replica_launcher": ACTORS,
+    "rafka.coordinator.broker.death_watch": ACTORS,   # calls on other brokers' coordinator actors
     "rafka.spark_bridge": TOP,
 }
 # Cores of one rank that stay independent of each other.

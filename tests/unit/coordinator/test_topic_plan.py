@@ -37,9 +37,20 @@ def test_an_existing_topic_is_refused():
         plan_topic(CONFIG, TopicSpec("orders"), [0], {"orders"})
 
 
-def test_replication_above_one_is_refused_until_followers_replicate():
-    with pytest.raises(InvalidReplicationFactorError, match="not supported yet"):
-        plan_topic(CONFIG, TopicSpec("t", replication_factor=2), [0, 1], set())
+def test_a_replication_factor_up_to_the_live_brokers_is_taken():
+    result = plan_topic(CONFIG, TopicSpec("t", replication_factor=3), [0, 1, 2], set())
+    assert (result.error, result.replication_factor) == (ErrorCode.NONE, 3)
+
+
+@pytest.mark.parametrize("brokers, rf", [([0], 1), ([0, 1], 2), ([0, 1, 2, 3], 3)])
+def test_the_offsets_topic_replication_factor_is_capped_at_the_live_brokers(brokers, rf):
+    result = plan_topic(CONFIG, TopicSpec("__consumer_offsets", 8, 3), brokers, set())
+    assert result.replication_factor == rf
+
+
+def test_another_topic_above_the_live_brokers_is_refused():
+    with pytest.raises(InvalidReplicationFactorError, match="larger than available brokers"):
+        plan_topic(CONFIG, TopicSpec("t", replication_factor=3), [0, 1], set())
 
 
 def test_an_explicit_assignment_is_kept():
