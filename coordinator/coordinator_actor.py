@@ -2,7 +2,9 @@
 
 It holds no decisions of its own. It owns, and drives from its timers and ZooKeeper watches:
 - the ZooKeeper session (`ZkStore`): `/brokers/ids/<id>` is ephemeral, so the session is the
-  broker's liveness;
+  broker's liveness; when it expires (the broker was cut off from ZooKeeper too long) the
+  broker gives up the controller role and, once kazoo has a new session, registers again,
+  as Kafka's broker does; its replicas then learn their roles from the controller;
 - the broker's front end actor, which it starts and hands metadata and local leaders;
 - `Controller` (coordinator/controller/): campaigns for `/controller` and, while it holds
   it, elects leaders and builds the metadata this actor then sends every broker's coordinator;
@@ -57,6 +59,7 @@ state_change = logging.getLogger("rafka.state_change")
 FrontendActor = ray.remote(Frontend)
 SERVE_WAIT_MS = 30000          # how long `start` waits for metadata that lists this broker
 CONTROL_CALL_TIMEOUT_S = 60.0  # a metadata push to another broker's coordinator
+LEADER_AND_ISR_WAIT_S = 10.0   # how long UpdateMetadata waits for the brokers' LeaderAndIsr to be done
 
 
 class BrokerCoordinator:
@@ -76,15 +79,18 @@ class BrokerCoordinator:
         self._endpoint: Endpoint | None = None
         self._metadata = ClusterMetadata()
         self._metadata_changed = asyncio.Event()
+        self._publications = 0   # front-end metadata updates so far
         self._wake = asyncio.Event()
         self._topic_configs: dict[str, LogConfig] = {}
         self._maintenance = LogMaintenance(config, self._log)
         self._reconciler = ReplicaReconciler(
             self._id, RayReplicaLauncher(self._id, config.log_dirs, namespace, node_id,
                                          coordinator=coordinator_name(self._id)),
-            self._maintenance, self._topic_config, self._log)
+            self._maintenance, self._topic_config, self._log, on_replica_lost=self._replica_lost)
         self._death_watch = BrokerDeathWatch(self._id, namespace, self._broker_died, self._log)
         self._stopped = asyncio.Event()
+        self._registration: BrokerRegistration | None = None
+        self._session_lost = False
         self._tasks: list[asyncio.Task] = []
         self._retry: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -118,7 +124,9 @@ class BrokerCoordinator:
             advertised = Endpoint(advertised.listener, advertised.host, port, advertised.security_protocol)
         self._endpoint = advertised
         registration = BrokerRegistration(self._id, (advertised,), self._config.rack_id)
+        self._registration = registration
         await asyncio.to_thread(self._zk.register_broker, registration, self._stale_wait_s)
+        self._zk.on_session_state(lambda state: self._loop.call_soon_threadsafe(self._session_changed, state))
         self._log.info("registered at /brokers/ids/%d with endpoint %s (cluster %s)",
                        self._id, advertised, self._cluster_id)
         for watch in (self._zk.watch_controller, self._zk.watch_brokers, self._zk.watch_topics,
@@ -156,7 +164,7 @@ class BrokerCoordinator:
         await self._maintenance.write_checkpoints(self._replica_actors(), ask_replicas=False)
         for r in replicas.values():
             ray.kill(r.actor)
-        self._reconciler.replicas.clear()
+        self._reconciler.forget_all()
         if self._frontend is not None:
             ray.kill(self._frontend)
         if self._zk is not None:
@@ -179,6 +187,12 @@ class BrokerCoordinator:
     def zk_session_id(self) -> int:
         """The ZooKeeper session that owns this broker's registration."""
         return self._zk.session_id
+
+    def zk_session_credentials(self) -> tuple[int, bytes]:
+        """(session id, password) of this broker's ZooKeeper session, for fault drills that
+        expire it the way ZooKeeper's own tests do (another client joins the session and
+        closes it)."""
+        return self._zk.client.client_id
 
     async def replica_pids(self) -> dict[str, int]:
         """Process ids of this broker's actors (coordinator, front end, replicas), by actor name."""
@@ -249,6 +263,35 @@ class BrokerCoordinator:
                 await asyncio.sleep(0.5)
                 self._wake.set()
 
+    # -- the ZooKeeper session -------------------------------------------------------
+    def _session_changed(self, state: str) -> None:
+        """kazoo's session states, on this actor's loop. LOST: the session expired, and with it
+        the registration and any controller role; CONNECTED after that: a new session."""
+        if self._stopping:
+            return
+        if state == "LOST":
+            self._session_lost = True
+            if self._controller is not None and self._controller.is_active:
+                self._controller.epoch = None   # its ephemeral /controller went with the session
+            self._death_watch.stop()
+            self._log.warning("ZooKeeper session expired: not registered until a new session starts")
+        elif state == "CONNECTED" and self._session_lost:
+            self._session_lost = False
+            asyncio.ensure_future(self._register_again())
+
+    async def _register_again(self) -> None:
+        """Register on the new session (Kafka's broker re-registration); the controller then
+        sends this broker its replicas' roles, and its leaders that lost their role step down."""
+        try:
+            await asyncio.to_thread(self._zk.register_broker, self._registration,
+                                    2 * self._config.zookeeper_session_timeout_ms / 1000)
+        except Exception:  # noqa: BLE001 - the session went again: its next CONNECTED retries
+            self._log.exception("registering again after the session expired failed")
+            self._session_lost = True
+            return
+        self._log.info("registered again at /brokers/ids/%d on a new ZooKeeper session", self._id)
+        self._wake.set()
+
     def _watch_for_deaths(self) -> None:
         """The controller watches every broker; the others watch the controller."""
         if self._stopping:
@@ -269,7 +312,11 @@ class BrokerCoordinator:
             self._wake.set()
 
     async def _send_metadata(self, metadata: ClusterMetadata) -> None:
-        """LeaderAndIsr + UpdateMetadata to every live broker's coordinator, each bounded in time."""
+        """LeaderAndIsr to every live broker's coordinator, then UpdateMetadata, as Kafka orders
+        them: the leader learns of its partition before any broker's metadata shows it, so a
+        client that sees a partition can use it. A broker slow to act on LeaderAndIsr (many
+        replicas starting) holds the others' metadata back by `LEADER_AND_ISR_WAIT_S` at most;
+        it publishes again itself when it is done. Each call is bounded in time."""
         def coordinators() -> list[Any]:
             found = []
             for b in metadata.brokers:
@@ -280,16 +327,43 @@ class BrokerCoordinator:
             return found
 
         targets = await asyncio.to_thread(coordinators)
-        await asyncio.gather(*[asyncio.wait_for(t.apply_metadata.remote(metadata), CONTROL_CALL_TIMEOUT_S)
+        orders = [asyncio.ensure_future(asyncio.wait_for(t.apply_metadata.remote(metadata, False),
+                                                         CONTROL_CALL_TIMEOUT_S)) for t in targets]
+        for order in orders:   # a broker that fails or is late is not waited for again
+            order.add_done_callback(lambda f: f.cancelled() or f.exception())
+        if orders:
+            await asyncio.wait(orders, timeout=LEADER_AND_ISR_WAIT_S)
+        await asyncio.gather(*[asyncio.wait_for(t.publish_metadata.remote(metadata), CONTROL_CALL_TIMEOUT_S)
                                for t in targets], return_exceptions=True)
 
     # -- every broker ----------------------------------------------------------------
-    async def apply_metadata(self, metadata: ClusterMetadata) -> ErrorCode:
-        """LeaderAndIsr + UpdateMetadata: move this broker's replicas toward the metadata,
-        then hand the front end the metadata and its local leaders."""
+    async def apply_metadata(self, metadata: ClusterMetadata, publish: bool = True) -> ErrorCode:
+        """LeaderAndIsr: move this broker's replicas toward the metadata; with `publish`, then
+        UpdateMetadata too. If the controller's UpdateMetadata came while this was still
+        under way, the front end is handed its local leaders again once it is done."""
+        publications = self._publications
         code = await self._reconciler.apply(metadata)
         if code != ErrorCode.NONE:
             return code
+        if publish:
+            await self._publish(metadata)
+        elif self._publications != publications:
+            await self._publish(self._metadata)
+        else:   # the front end serves its new leaderships at once, before any metadata shows them
+            await self._frontend.update_leaders.remote(
+                {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()})
+        return ErrorCode.NONE
+
+    async def _replica_lost(self) -> None:
+        """A replica's process died: the front end stops serving it (offline) until the
+        reconciler's retry starts it again."""
+        if not self._stopping:
+            await self._publish(self._metadata)
+
+    async def publish_metadata(self, metadata: ClusterMetadata) -> ErrorCode:
+        """UpdateMetadata: hand the front end the metadata and its local leaders."""
+        if metadata.controller_epoch < self._reconciler.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
         await self._publish(metadata)
         return ErrorCode.NONE
 
@@ -300,6 +374,7 @@ class BrokerCoordinator:
         await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline), leaders,
                                                     followers)
         self._metadata = metadata
+        self._publications += 1
         self._metadata_changed.set()
         self._metadata_changed = asyncio.Event()
         self._schedule_retry()

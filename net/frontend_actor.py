@@ -84,6 +84,11 @@ class Frontend:
         return os.getpid()
 
     # -- pushed by the broker's coordinator -----------------------------------------
+    def update_leaders(self, leaders: dict[TopicPartition, tuple[Any, str]]) -> None:
+        """LeaderAndIsr's part: the local leaders change now, the metadata later (UpdateMetadata)."""
+        self._channels = self._reuse_channels(self._channels, leaders)
+        self.groups.set_led_partitions({tp.partition for tp in self._channels if tp.topic == OFFSETS_TOPIC})
+
     def update_metadata(self, metadata: ClusterMetadata, leaders: dict[TopicPartition, tuple[Any, str]],
                         followers: dict[TopicPartition, tuple[Any, str]] | None = None) -> None:
         """Swap in a new metadata snapshot, the local leaders and the local followers: each a

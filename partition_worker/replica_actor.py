@@ -62,6 +62,7 @@ class PartitionReplica:
         self._coordinator = coordinator
         self._alter_isr_task: asyncio.Task | None = None
         self._isr_task: asyncio.Task | None = None
+        self._closed = asyncio.Event()
         self._isr_retry_at_ms = 0   # after a refused or unanswered ISR change, wait before the next
         self._socket_path = socket_path
         self._data_server: asyncio.base_events.Server | None = None
@@ -238,9 +239,15 @@ class PartitionReplica:
                                                       self._log.delete_swapped_out_segments)
             return result
 
+    async def await_close(self) -> None:
+        """Returns on a clean close. Its broker keeps this call outstanding: if it fails
+        instead, the replica's process died (`ReplicaReconciler` then restarts it)."""
+        await self._closed.wait()
+
     def close(self) -> ReplicaStatus:
         """Clean shutdown: flush, snapshot producer state and mark the log clean, so the next
         open skips recovery. Returns the final status (its recovery point is the log end)."""
+        self._closed.set()
         for task in (self._expiry_task, self._flush_task, self._retention_task, self._file_deletion_timer,
                      self._isr_task, self._alter_isr_task):
             if task is not None:

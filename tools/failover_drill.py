@@ -30,6 +30,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # run as a script: the repo's tests/ helpers
+
+from tests.waiting import wait_until  # noqa: E402
 
 TOPICS = {"drill": False, "drill-idempotent": True}   # topic -> its producer is idempotent
 PARTITIONS = 3
@@ -111,7 +114,8 @@ class AckedProducer:
                 self._producer.poll(min(0.05, due - time.monotonic()))
                 continue
             try:
-                self._producer.produce(self.topic, b"record-%08d" % n, key=b"k%d" % (n % 97), on_delivery=self._on_delivery)
+                self._producer.produce(self.topic, b"record-%08d" % n, key=b"k%d" % (n % 97),
+                                       on_delivery=self._on_delivery)
                 n += 1
             except BufferError:
                 self._producer.poll(0.1)
@@ -124,18 +128,10 @@ class AckedProducer:
         return self._producer.flush(timeout_s)
 
 
-def wait_for(condition: Callable[[], Any], timeout_s: float, what: str, interval_s: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout_s:.0f} s")
-        time.sleep(interval_s)
+PartitionView = dict[tuple[str, int], tuple[int, tuple[int, ...]]]
 
 
-def partition_view(admin: Any) -> dict[tuple[str, int], tuple[int, tuple[int, ...]]] | None:
+def partition_view(admin: Any, partitions: int = PARTITIONS) -> PartitionView | None:
     """(topic, partition) -> (leader, isr) as a client sees it in Metadata, or None if unknown."""
     try:
         topics = admin.list_topics(timeout=5).topics
@@ -144,43 +140,46 @@ def partition_view(admin: Any) -> dict[tuple[str, int], tuple[int, tuple[int, ..
     view = {}
     for name in TOPICS:
         topic = topics.get(name)
-        if topic is None or topic.error is not None or len(topic.partitions) != PARTITIONS:
+        if topic is None or topic.error is not None or len(topic.partitions) != partitions:
             return None
         view.update({(name, p): (m.leader, tuple(sorted(m.isrs))) for p, m in topic.partitions.items()})
     return view
 
 
-def run_drill(cluster: Any, cycles: int, *, rate_per_s: int = 300, step_timeout_s: float = 90.0,
-              progress: Callable[[str], None] = lambda _: None) -> DrillResult:
-    """Run the drill on a started 3-broker `cluster` (rafka.cluster.Cluster); see the module doc."""
+def run_drill(cluster: Any, cycles: int, *, partitions: int = PARTITIONS, rate_per_s: int = 300,
+              step_timeout_s: float = 90.0, progress: Callable[[str], None] = lambda _: None) -> DrillResult:
+    """Run the drill on a started 3-broker `cluster` (rafka.cluster.Cluster) with topics of
+    `partitions` partitions; see the module doc."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
     result = DrillResult()
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 3})
-    for future in admin.create_topics([NewTopic(t, PARTITIONS, BROKERS, config={"min.insync.replicas": "2"})
+    for future in admin.create_topics([NewTopic(t, partitions, BROKERS, config={"min.insync.replicas": "2"})
                                        for t in TOPICS]).values():
         future.result(60)
     full = tuple(range(BROKERS))
-    wait_for(lambda: _all_isr_full(admin, full), step_timeout_s, "every ISR full after creation")
+    wait_until(lambda: _all_isr_full(admin, full, partitions), step_timeout_s, message="every ISR full after creation")
     producers = [AckedProducer(cluster.bootstrap_servers, t, idempotent, rate_per_s).start()
                  for t, idempotent in TOPICS.items()]
 
     def acked() -> int:
         return sum(p.count() for p in producers)
     try:
-        wait_for(lambda: all(p.count() > 0 for p in producers), step_timeout_s, "a first acknowledged record")
+        wait_until(lambda: all(p.count() > 0 for p in producers), step_timeout_s, message="a first acknowledged record")
         for i in range(cycles):
             victim = i % BROKERS
             was_controller = bool(cluster.broker_status().get(victim, {}).get("controller"))
             before = [p.count() for p in producers]
             killed = time.monotonic()
             cluster.kill_broker(victim)
-            wait_for(lambda: _led_without(admin, victim) and all(p.count() > n + 10 for p, n in zip(producers, before)),
-                     step_timeout_s, f"cycle {i}: failover away from broker {victim}")
+            wait_until(lambda: _led_without(admin, victim, partitions)
+                       and all(p.count() > n + 10 for p, n in zip(producers, before)),
+                       step_timeout_s, message=f"cycle {i}: failover away from broker {victim}")
             failover = time.monotonic() - killed
             restarted = time.monotonic()
             cluster.restart_broker(victim)
-            wait_for(lambda: _all_isr_full(admin, full), step_timeout_s, f"cycle {i}: broker {victim} back in every ISR")
+            wait_until(lambda: _all_isr_full(admin, full, partitions), step_timeout_s,
+                       message=f"cycle {i}: broker {victim} back in every ISR")
             cycle = Cycle(victim, was_controller, round(failover, 2), round(time.monotonic() - restarted, 2))
             result.cycles.append(cycle)
             progress(f"cycle {i + 1}/{cycles}: killed broker {victim}{' (controller)' if was_controller else ''}, "
@@ -194,32 +193,32 @@ def run_drill(cluster: Any, cycles: int, *, rate_per_s: int = 300, step_timeout_
         result.acknowledged += len(p.acked)
         for name, n in p.errors.items():
             result.failed_deliveries[f"{p.topic}: {name}"] = n
-        read = read_back(cluster.bootstrap_servers, p.topic)
+        read = read_back(cluster.bootstrap_servers, p.topic, partitions)
         result.read_back += sum(len(v) for v in read.values())
         result.problems += [f"{p.topic}: {problem}" for problem in check_read_back(p.acked, read, TOPICS[p.topic])]
     return result
 
 
-def _all_isr_full(admin: Any, full: tuple[int, ...]) -> bool:
-    view = partition_view(admin)
+def _all_isr_full(admin: Any, full: tuple[int, ...], partitions: int) -> bool:
+    view = partition_view(admin, partitions)
     return view is not None and all(leader >= 0 and isr == full for leader, isr in view.values())
 
 
-def _led_without(admin: Any, victim: int) -> bool:
-    view = partition_view(admin)
+def _led_without(admin: Any, victim: int, partitions: int) -> bool:
+    view = partition_view(admin, partitions)
     return view is not None and all(leader >= 0 and leader != victim for leader, _ in view.values())
 
 
-def read_back(bootstrap: str, topic: str) -> dict[int, list[tuple[int, bytes]]]:
+def read_back(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> dict[int, list[tuple[int, bytes]]]:
     """Every record of `topic`, per partition, as (offset, value), read up to each high watermark."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "drill-check", "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "log_level": 3})
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(PARTITIONS)}
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        got: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(PARTITIONS)}
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)}
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        got: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(partitions)}
         deadline = time.monotonic() + 120
         while any((got[p][-1][0] + 1 if got[p] else 0) < ends[p] for p in got) and time.monotonic() < deadline:
             for msg in consumer.consume(1000, timeout=1):
@@ -250,12 +249,12 @@ def check_read_back(acked: dict[tuple[int, int], bytes], read: dict[int, list[tu
     return problems
 
 
-def compare_replica_logs(data_dir: Path) -> list[str]:
+def compare_replica_logs(data_dir: Path, partitions: int = PARTITIONS) -> list[str]:
     """Each partition's replicas, all brokers stopped: every log (segments concatenated) must be
     a byte-identical prefix of the longest."""
     problems = []
     for topic in TOPICS:
-        for p in range(PARTITIONS):
+        for p in range(partitions):
             logs = {}
             for broker in range(BROKERS):
                 part = data_dir / f"broker-{broker}" / "logs" / f"{topic}-{p}"
@@ -271,6 +270,7 @@ def compare_replica_logs(data_dir: Path) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cycles", type=int, default=50, help="kill/restart cycles (default 50)")
+    parser.add_argument("--partitions", type=int, default=PARTITIONS, help=f"per topic (default {PARTITIONS})")
     parser.add_argument("--rate", type=int, default=300, help="records per second the client sends (default 300)")
     parser.add_argument("--data-dir", help="where the brokers keep their data (default: a new temporary dir)")
     parser.add_argument("--output", choices=("text", "json"), default="text")
@@ -282,11 +282,11 @@ def main() -> int:
     print(f"starting {BROKERS} brokers in {data_dir}...", file=sys.stderr)
     cluster = Cluster(data_dir, brokers=BROKERS, first_port=0, config=drill_config()).start()
     try:
-        result = run_drill(cluster, args.cycles, rate_per_s=args.rate,
+        result = run_drill(cluster, args.cycles, partitions=args.partitions, rate_per_s=args.rate,
                            progress=lambda line: print(line, file=sys.stderr, flush=True))
     finally:
         cluster.stop()
-    result.problems += compare_replica_logs(data_dir)
+    result.problems += compare_replica_logs(data_dir, args.partitions)
     failovers = sorted(c.failover_s for c in result.cycles)
     rejoins = sorted(c.rejoin_s for c in result.cycles)
     summary = {**asdict(result), "ok": result.ok,

@@ -3,9 +3,11 @@
 Each metadata push (Kafka's LeaderAndIsr + UpdateMetadata) and each due retry runs one
 tick: `replica_plan.plan` says which partitions start, change role or stop, and each step
 runs on its own, bounded in time, with its outcome recorded per partition. A replica that
-fails to start is reported (log line, `offline()`, `rafka status`) and retried with backoff;
-every other partition goes on (STYLE.md §11). Starts run at most `max_parallel_starts` at
-a time, so a burst of new partitions never floods the node with process creations.
+fails to start, or whose process dies later (kill -9, the memory monitor), is reported (log
+line, `offline()`, `rafka status`, the partition offline in this broker's metadata) and
+started again with backoff on its own log; every other partition goes on (STYLE.md §11).
+Starts run at most `max_parallel_starts` at a time, so a burst of new partitions never floods
+the node with process creations.
 
 Async; ticks never overlap (a lock), so the book changes in one place at a time. The Ray
 side lives behind the launcher (`RayReplicaLauncher`), so this class is tested with a fake one.
@@ -39,6 +41,8 @@ class Launcher(Protocol):
 
     async def become(self, replica: Any, order: LeaderAndIsr) -> ErrorCode: ...
 
+    async def died(self, replica: Any) -> bool: ...
+
     async def delete(self, tp: TopicPartition, replica: Any | None) -> None: ...
 
 
@@ -49,7 +53,8 @@ class ReplicaReconciler:
                  topic_config: Callable[[str], Awaitable[LogConfig]], logger: logging.LoggerAdapter | logging.Logger,
                  *, step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
                  max_parallel_starts: int = DEFAULT_MAX_PARALLEL_STARTS,
-                 clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000) -> None:
+                 clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000,
+                 on_replica_lost: Callable[[], Awaitable[None]] | None = None) -> None:
         self._broker_id = broker_id
         self._launcher = launcher
         self._maintenance = maintenance
@@ -58,6 +63,8 @@ class ReplicaReconciler:
         self._step_timeout_s = step_timeout_s
         self._starts = asyncio.Semaphore(max_parallel_starts)
         self._clock_ms = clock_ms
+        self._on_replica_lost = on_replica_lost
+        self._watches: dict[TopicPartition, asyncio.Task] = {}
         self._lock = asyncio.Lock()
         self.book: dict[TopicPartition, rp.ReplicaEntry] = {}
         self.replicas: dict[TopicPartition, Any] = {}   # running replicas (launcher's handles)
@@ -108,6 +115,7 @@ class ReplicaReconciler:
             config = await self._topic_config(tp.topic)
             replica = await self._launcher.start(tp, topic_id, config, self._maintenance.place)
         self.replicas[tp] = replica
+        self._watches[tp] = asyncio.ensure_future(self._watch(tp, replica))
         self._maintenance.opened(tp, config)
         previous = self.book.get(tp)
         if previous is not None and previous.phase is rp.Phase.FAILED:
@@ -116,7 +124,10 @@ class ReplicaReconciler:
         await self._become(tp, target)
 
     async def _become(self, tp: TopicPartition, target: LeaderAndIsr) -> None:
-        code = await self._launcher.become(self.replicas[tp], target)
+        replica = self.replicas.get(tp)
+        if replica is None:
+            return   # died, or the broker is stopping: a later tick orders it again
+        code = await self._launcher.become(replica, target)
         if code == ErrorCode.NONE:
             self.book[tp] = rp.accepted(self.book[tp], target)
         else:
@@ -125,10 +136,32 @@ class ReplicaReconciler:
 
     async def _stop(self, tp: TopicPartition) -> None:
         replica = self.replicas.pop(tp, None)
+        watch = self._watches.pop(tp, None)
+        if watch is not None:
+            watch.cancel()
         self.book.pop(tp, None)
         self._maintenance.forget(tp)
         await self._launcher.delete(tp, replica)
         self._log.info("removed replica %s of a deleted topic", tp)
+
+    async def _watch(self, tp: TopicPartition, replica: Any) -> None:
+        """A running replica whose process dies is offline until a retry starts it again."""
+        if not await self._launcher.died(replica):
+            return
+        async with self._lock:
+            if self.replicas.get(tp) is not replica:
+                return   # stopped or replaced meanwhile
+            self._failed(tp, RuntimeError("the replica's process died"))
+        del replica
+        if self._on_replica_lost is not None:
+            await self._on_replica_lost()
+
+    def forget_all(self) -> None:
+        """Drop every replica from the book (the broker is stopping; they were closed)."""
+        for task in self._watches.values():
+            task.cancel()
+        self._watches.clear()
+        self.replicas.clear()
 
     def _failed(self, tp: TopicPartition, error: BaseException) -> None:
         """Record a failed step: the replica is offline until a retry starts it."""

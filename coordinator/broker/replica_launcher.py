@@ -6,6 +6,7 @@ The reconciler decides; this module does the Ray side of each step for one parti
   is open and its data socket listens; a replica that fails to open is killed, so the next
   try starts from scratch under the same name;
 - become: hand it a LeaderAndIsr order;
+- watch: learn of its process's death (an outstanding call that fails);
 - stop: close it (flush, clean-shutdown marker) and kill it; delete its directory when its
   topic was deleted.
 Blocking calls (`ray.get_actor`, `rmtree`) run in threads.
@@ -88,6 +89,14 @@ class RayReplicaLauncher:
             return ray.get_actor(name, namespace=self._namespace)
         except ValueError:
             return None
+
+    async def died(self, replica: LaunchedReplica) -> bool:
+        """Waits until the replica ends: True if its process died, False on a clean close."""
+        try:
+            await replica.actor.await_close.remote()
+        except ray.exceptions.RayActorError:
+            return True
+        return False
 
     async def become(self, replica: LaunchedReplica, order: LeaderAndIsr) -> ErrorCode:
         return await replica.actor.become.remote(order)

@@ -128,7 +128,8 @@ def with_offline_replicas(metadata: ClusterMetadata, broker_id: int,
                           offline_tps: set[TopicPartition]) -> ClusterMetadata:
     """The metadata a broker's front end serves: the controller's, with this broker listed
     among the `offline_replicas` of each partition whose local replica is not running (Kafka
-    lists a replica on an offline log dir the same way)."""
+    lists a replica on an offline log dir the same way); a partition it leads shows no leader
+    (LEADER_NOT_AVAILABLE, which clients retry) until the replica runs again."""
     if not offline_tps:
         return metadata
     topics = dict(metadata.topics)
@@ -139,7 +140,10 @@ def with_offline_replicas(metadata: ClusterMetadata, broker_id: int,
         partitions = dict(info.partitions)
         p = partitions[tp.partition]
         if broker_id not in p.offline_replicas:
-            partitions[tp.partition] = replace(p, offline_replicas=p.offline_replicas + (broker_id,))
+            p = replace(p, offline_replicas=p.offline_replicas + (broker_id,))
+        if p.leader == broker_id:
+            p = replace(p, leader=-1)
+        partitions[tp.partition] = p
         topics[tp.topic] = replace(info, partitions=partitions)
         info = topics[tp.topic]
     return replace(metadata, topics=topics)

@@ -84,14 +84,78 @@ def test_a_real_client_routes_by_leader_across_brokers(three_brokers):
     assert {b"m%d" % i for i in range(600)} <= values
 
 
-def test_replication_factor_above_one_is_refused_until_followers_replicate(three_brokers):
+def test_replicated_topics_are_created_up_to_the_live_brokers(three_brokers):
+    from tests.waiting import wait_until
+
     with KafkaConnection.to(three_brokers.brokers[0].address) as conn:
         body = conn.request(CREATE_TOPICS, 5, {"topics": [
             {"name": "rf3", "num_partitions": 1, "replication_factor": 3, "assignments": [], "configs": []},
             {"name": "manual-rf2", "num_partitions": -1, "replication_factor": -1,
-             "assignments": [{"partition_index": 0, "broker_ids": [0, 1]}], "configs": []}],
-            "timeout_ms": 10000, "validate_only": False})
-    results = {t["name"]: t for t in body["topics"]}
-    for name in ("rf3", "manual-rf2"):
-        assert results[name]["error_code"] == 38  # INVALID_REPLICATION_FACTOR
-        assert "does not replicate" in results[name]["error_message"]
+             "assignments": [{"partition_index": 0, "broker_ids": [2, 0]}], "configs": []},
+            {"name": "rf4", "num_partitions": 1, "replication_factor": 4, "assignments": [], "configs": []}],
+            "timeout_ms": 30000, "validate_only": False})
+        results = {t["name"]: t for t in body["topics"]}
+        assert (results["rf3"]["error_code"], results["manual-rf2"]["error_code"]) == (0, 0)
+        assert results["rf4"]["error_code"] == 38  # INVALID_REPLICATION_FACTOR
+        assert "larger than available brokers: 3" in results["rf4"]["error_message"]
+
+        def partitions() -> dict:
+            meta = conn.request(METADATA, 12, {"topics": [{"topic_id": None, "name": n} for n in ("rf3", "manual-rf2")],
+                                               "allow_auto_topic_creation": False,
+                                               "include_topic_authorized_operations": False})
+            return {t["name"]: t["partitions"][0] for t in meta["topics"] if t["error_code"] == 0 and t["partitions"]}
+
+        got = wait_until(lambda: (p := partitions()) and len(p) == 2 and all(
+            sorted(x["isr_nodes"]) == sorted(x["replica_nodes"]) for x in p.values()) and p, timeout_s=60,
+            message="every replica in the ISR")
+        assert sorted(got["rf3"]["replica_nodes"]) == [0, 1, 2]
+        assert (got["manual-rf2"]["replica_nodes"], got["manual-rf2"]["leader_id"]) == ([2, 0], 2)
+        conn.request(20, 4, {"topic_names": ["rf3", "manual-rf2"], "timeout_ms": 30000})
+
+
+def test_a_recreated_topic_is_usable_at_its_leader_the_moment_metadata_shows_it(three_brokers):
+    """Kafka's order: the leader learns of a partition (LeaderAndIsr) before any broker's
+    metadata shows it (UpdateMetadata). Delete and re-create a topic 20 times, asking each
+    partition's leader for its log end as soon as any broker's Metadata lists the topic:
+    never UNKNOWN_TOPIC_OR_PARTITION, and never a record of an earlier incarnation."""
+    import itertools
+    import time
+
+    LIST_OFFSETS, DELETE_TOPICS = 2, 20
+    brokers = itertools.cycle(sorted(three_brokers.brokers.values(), key=lambda b: b.broker_id))
+    addresses = {b.broker_id: b.address for b in three_brokers.brokers.values()}
+    topic, partitions = "reborn", 3
+
+    def leaders_seen(conn: KafkaConnection) -> dict[int, int] | None:
+        meta = conn.request(METADATA, 12, {"topics": [{"topic_id": None, "name": topic}],
+                                           "allow_auto_topic_creation": False,
+                                           "include_topic_authorized_operations": False})["topics"][0]
+        if meta["error_code"] != 0 or len(meta["partitions"]) != partitions:
+            return None
+        return {p["partition_index"]: p["leader_id"] for p in meta["partitions"]}
+
+    for round_ in range(20):
+        with KafkaConnection.to(next(brokers).address) as admin:
+            created = admin.request(CREATE_TOPICS, 5, {"topics": [{
+                "name": topic, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
+                "configs": []}], "timeout_ms": 0, "validate_only": False})   # 0: do not wait for leaders
+            assert created["topics"][0]["error_code"] == 0, created
+        with KafkaConnection.to(next(brokers).address) as watcher:
+            deadline = time.monotonic() + 30
+            while (leaders := leaders_seen(watcher)) is None or min(leaders.values()) < 0:
+                assert time.monotonic() < deadline, f"round {round_}: the topic never appeared with leaders"
+        for partition, leader in leaders.items():
+            with KafkaConnection.to(addresses[leader]) as conn:
+                answer = conn.request(LIST_OFFSETS, 7, {"replica_id": -1, "isolation_level": 0, "topics": [
+                    {"name": topic, "partitions": [{"partition_index": partition, "current_leader_epoch": -1,
+                                                    "timestamp": -1}]}]})["topics"][0]["partitions"][0]
+                assert (answer["error_code"], answer["offset"]) == (0, 0), (round_, partition, leader, answer)
+                assert produce_to(addresses[leader], topic, partition) == 0
+        with KafkaConnection.to(next(brokers).address) as admin:
+            deleted = admin.request(DELETE_TOPICS, 4, {"topic_names": [topic], "timeout_ms": 30000})
+            assert deleted["responses"][0]["error_code"] == 0, deleted
+        for address in addresses.values():
+            with KafkaConnection.to(address) as conn:
+                deadline = time.monotonic() + 30
+                while leaders_seen(conn) is not None:
+                    assert time.monotonic() < deadline, f"round {round_}: {address} still lists the deleted topic"

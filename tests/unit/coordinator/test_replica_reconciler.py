@@ -77,6 +77,13 @@ def test_offline_replicas_are_listed_in_the_front_ends_metadata():
     assert rp.with_offline_replicas(meta, ME, set()) is meta
 
 
+def test_a_partition_led_by_an_offline_replica_shows_no_leader_here():
+    meta = metadata(a={0: (ME, 2)})
+    shown = rp.with_offline_replicas(meta, ME, {A0})
+    assert (shown.partition("a", 0).leader, shown.partition("a", 0).offline_replicas) == (-1, (ME,))
+    assert rp.with_offline_replicas(meta, 2, {A0}).partition("a", 0).leader == ME
+
+
 # ---- the reconciler over a stand-in launcher ---------------------------------------------
 class RecordingLauncher:
     """Starts 'replicas' as plain records; partitions in `broken` fail to open."""
@@ -105,6 +112,10 @@ class RecordingLauncher:
 
     async def delete(self, tp, replica):
         self.deleted.append(tp)
+
+    async def died(self, replica):
+        await replica.setdefault("death", asyncio.Event()).wait()
+        return True
 
 
 class Clock:
@@ -216,3 +227,23 @@ def test_starts_are_bounded_in_parallel(tmp_path):
                                    topic_config, logging.getLogger("t"), max_parallel_starts=3)
     run(reconciler.apply(metadata(a={p: (1,) for p in range(20)})))
     assert len(reconciler.replicas) == 20 and peak == 3
+
+
+def test_a_replica_whose_process_dies_is_offline_and_started_again(parts):
+    reconciler, launcher, clock = parts
+    lost = []
+
+    async def scenario():
+        reconciler._on_replica_lost = lambda: asyncio.sleep(0, lost.append(True))
+        await reconciler.apply(metadata(a={0: (ME,), 1: (ME,)}))
+        await asyncio.sleep(0)
+        reconciler.replicas[A1]["death"].set()   # its process dies
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert A1 not in reconciler.replicas and [o.tp for o in reconciler.offline()] == [A1]
+        assert lost == [True] and set(reconciler.leaders()) == {A0}
+        clock.ms += rp.retry_backoff_ms(1)
+        await reconciler.apply(metadata(a={0: (ME,), 1: (ME,)}))
+        assert set(reconciler.leaders()) == {A0, A1} and reconciler.offline() == []
+        assert launcher.started.count(A1) == 2
+    run(scenario())
