@@ -13,8 +13,11 @@ Before fetching under a new leader epoch, a partition first asks the leader wher
 follower's log stops agreeing (OffsetForLeaderEpoch with the follower's latest epoch) and
 truncates there. A fetch answered OFFSET_OUT_OF_RANGE restarts the log at the leader's log
 start (DeleteRecords or retention moved past it) or truncates it to the leader's log end.
-Partitions whose leader fences them (another epoch, not the leader) wait for the next
-metadata. Async; runs on the front end's event loop.
+A partition the leader fences (FENCED_LEADER_EPOCH: this broker follows an older epoch) waits
+for the next metadata; one the leader cannot serve yet (not its leader yet, its replica not up,
+an epoch it has not heard of) backs off replica.fetch.backoff.ms and tries again, as Kafka's
+fetcher does, so a transient answer never stops a follower for good. Async; runs on the front
+end's event loop.
 """
 from __future__ import annotations
 
@@ -42,8 +45,9 @@ FETCH_MAX_BYTES = 1_048_576            # replica.fetch.max.bytes (per partition)
 FETCH_RESPONSE_MAX_BYTES = 10_485_760  # replica.fetch.response.max.bytes
 FETCH_BACKOFF_S = 1.0                  # replica.fetch.backoff.ms
 _SIZE = struct.Struct(">i")
-_FENCED = (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER,
-           ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+_FENCED = (ErrorCode.FENCED_LEADER_EPOCH,)
+_RETRIABLE = (ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+              ErrorCode.LEADER_NOT_AVAILABLE, ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.REQUEST_TIMED_OUT)
 
 
 @dataclass
@@ -57,6 +61,10 @@ class FollowedPartition:
     fetch_offset: int = -1  # -1: ask the replica
     truncating: bool = True
     fenced: bool = False
+    retry_at: float = 0.0   # loop time before which it is not fetched (backing off after an error)
+
+    def back_off(self) -> None:
+        self.retry_at = asyncio.get_running_loop().time() + FETCH_BACKOFF_S
 
 
 class LeaderConnection:
@@ -116,11 +124,18 @@ class ReplicaFetcher:
         self._connection.close()
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
-            active = [p for p in self.partitions.values() if not p.fenced]
+            waiting = [p for p in self.partitions.values() if not p.fenced]
+            now = loop.time()
+            active = [p for p in waiting if p.retry_at <= now]
             if not active:
                 self._changed.clear()
-                await self._changed.wait()
+                backoff = min((p.retry_at for p in waiting), default=None)
+                try:
+                    await asyncio.wait_for(self._changed.wait(), None if backoff is None else backoff - now)
+                except asyncio.TimeoutError:
+                    pass
                 continue
             try:
                 truncating = [p for p in active if p.truncating]
@@ -156,6 +171,7 @@ class ReplicaFetcher:
                 p.fenced = True
                 continue
             if error is not ErrorCode.NONE:
+                p.back_off()
                 continue
             end = status.log_end_offset
             if epoch < 0 or r["end_offset"] < 0:
@@ -199,6 +215,9 @@ class ReplicaFetcher:
             self._log.info("%s: %s from the leader; waiting for new metadata", p.tp, error.name)
             return
         if error is not ErrorCode.NONE:
+            if error not in _RETRIABLE:
+                self._log.warning("%s: %s from the leader; retrying", p.tp, error.name)
+            p.back_off()
             return
         result = await p.channel.follower_append(r["records"] or b"", r["high_watermark"], r["log_start_offset"])
         if result.error is ErrorCode.NONE:

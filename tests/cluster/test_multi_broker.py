@@ -124,7 +124,7 @@ def test_a_recreated_topic_is_usable_at_its_leader_the_moment_metadata_shows_it(
     LIST_OFFSETS, DELETE_TOPICS = 2, 20
     brokers = itertools.cycle(sorted(three_brokers.brokers.values(), key=lambda b: b.broker_id))
     addresses = {b.broker_id: b.address for b in three_brokers.brokers.values()}
-    topic, partitions = "reborn", 3
+    topic, partitions = "reborn", 1
 
     def leaders_seen(conn: KafkaConnection) -> dict[int, int] | None:
         meta = conn.request(METADATA, 12, {"topics": [{"topic_id": None, "name": topic}],
