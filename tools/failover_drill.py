@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
@@ -135,16 +135,18 @@ def wait_for(condition: Callable[[], Any], timeout_s: float, what: str, interval
         time.sleep(interval_s)
 
 
-def partition_view(admin: Any) -> dict[tuple[str, int], tuple[int, tuple[int, ...]]] | None:
-    """(topic, partition) -> (leader, isr) as a client sees it in Metadata, or None if unknown."""
+def partition_view(admin: Any, names: Iterable[str] = tuple(TOPICS),
+                   partitions: int = PARTITIONS) -> dict[tuple[str, int], tuple[int, tuple[int, ...]]] | None:
+    """(topic, partition) -> (leader, isr) of the topics `names`, each of `partitions` partitions,
+    as a client sees them in Metadata; None if any is unknown."""
     try:
         topics = admin.list_topics(timeout=5).topics
     except Exception:  # noqa: BLE001 - a broker is going down: ask again
         return None
     view = {}
-    for name in TOPICS:
+    for name in names:
         topic = topics.get(name)
-        if topic is None or topic.error is not None or len(topic.partitions) != PARTITIONS:
+        if topic is None or topic.error is not None or len(topic.partitions) != partitions:
             return None
         view.update({(name, p): (m.leader, tuple(sorted(m.isrs))) for p, m in topic.partitions.items()})
     return view
