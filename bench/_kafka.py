@@ -48,12 +48,14 @@ class PhaseError(RuntimeError):
     """A benchmark phase could not finish (a broker error, a timeout, a count mismatch)."""
 
 
-def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS, timeout_s: float = 60.0) -> None:
-    """Create `name` with `partitions` partitions and replication factor 1; wait for the broker's answer."""
+def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS, timeout_s: float = 60.0,
+                 replication_factor: int = 1, config: dict[str, str] | None = None) -> None:
+    """Create `name` with `partitions` partitions, `replication_factor` replicas each and the topic
+    `config`; wait for the broker's answer and for every partition to have a leader."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     _wait_for_controller(admin, timeout_s)
-    futures = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=timeout_s,
-                                  request_timeout=timeout_s)
+    futures = admin.create_topics([NewTopic(name, partitions, replication_factor, config=config or {})],
+                                  operation_timeout=timeout_s, request_timeout=timeout_s)
     futures[name].result(timeout=timeout_s)
     _wait_for_leaders(admin, name, partitions, timeout_s)
 

@@ -275,6 +275,8 @@ def _fmt(value: float | None, unit: str) -> str:
         return f"{value:,.1f}"
     if unit == "s":
         return f"{value:.1f}"
+    if unit == "ms":
+        return f"{value:,.1f}"
     if unit == "ratio":
         return f"{value:.2f}"
     return f"{value:g}"

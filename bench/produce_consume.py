@@ -33,19 +33,17 @@ import argparse
 import contextlib
 import json
 import os
-import signal
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
 
 import _kafka
 import _machine
 import _procmem
 import _rafka
 import _tansu
+from _phases import log, run_phase, size_label, stdout_to_stderr
 from _results import MIB, MemoryResult, Results, Row, WorkloadSummary, render_table
 
 RECORD_SIZES = (100, 1024)
@@ -65,70 +63,6 @@ IDLE_SETTLE_S = 3.0
 # more idle 6-partition topics beside them.
 IDLE_TOPIC = "bench-idle"
 WARM_UP_TOPIC = "bench-warm-up"
-T = TypeVar("T")
-
-
-def log(message: str) -> None:
-    """A timestamped progress line on stderr."""
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def size_label(size: int) -> str:
-    return "1 KiB" if size == 1024 else f"{size} B"
-
-
-# -- running phases ----------------------------------------------------------------------
-
-class PhaseTimeout(Exception):
-    """A phase ran past its deadline (raised from SIGALRM)."""
-
-
-@contextlib.contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Raise PhaseTimeout in the main thread if the block runs longer than `seconds`."""
-    def on_alarm(_signum: int, _frame: object) -> None:
-        raise PhaseTimeout(f"phase took longer than {seconds:.0f} s")
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def run_phase(results: Results, name: str, fn: Callable[[], T], timeout_s: float) -> T | None:
-    """Run one phase; on error record it in `results.failures`, print the traceback, return None."""
-    log(f"{name}...")
-    started = time.perf_counter()
-    try:
-        with deadline(timeout_s):
-            value = fn()
-    except Exception as e:  # noqa: BLE001 - a failed phase must not stop the others
-        results.failures[name] = f"{type(e).__name__}: {e}"
-        log(f"{name} FAILED after {time.perf_counter() - started:.1f} s:\n{traceback.format_exc()}")
-        return None
-    log(f"{name} done in {time.perf_counter() - started:.1f} s")
-    return value
-
-
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """Send everything written to stdout (Ray's forwarded worker logs, child processes) to stderr.
-
-    Keeps stdout for the results alone, so `--output json` stays parseable.
-    """
-    sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
-    try:
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
-    finally:
-        sys.stdout.flush()
-        os.dup2(saved, 1)
-        os.close(saved)
 
 
 # -- the phases --------------------------------------------------------------------------

@@ -27,7 +27,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # run as a script: the repo's tests/ helpers
@@ -131,14 +131,16 @@ class AckedProducer:
 PartitionView = dict[tuple[str, int], tuple[int, tuple[int, ...]]]
 
 
-def partition_view(admin: Any, partitions: int = PARTITIONS) -> PartitionView | None:
-    """(topic, partition) -> (leader, isr) as a client sees it in Metadata, or None if unknown."""
+def partition_view(admin: Any, names: Iterable[str] = tuple(TOPICS),
+                   partitions: int = PARTITIONS) -> PartitionView | None:
+    """(topic, partition) -> (leader, isr) of the topics `names`, each of `partitions` partitions,
+    as a client sees them in Metadata; None if any is unknown."""
     try:
         topics = admin.list_topics(timeout=5).topics
     except Exception:  # noqa: BLE001 - a broker is going down: ask again
         return None
     view = {}
-    for name in TOPICS:
+    for name in names:
         topic = topics.get(name)
         if topic is None or topic.error is not None or len(topic.partitions) != partitions:
             return None
@@ -200,12 +202,12 @@ def run_drill(cluster: Any, cycles: int, *, partitions: int = PARTITIONS, rate_p
 
 
 def _all_isr_full(admin: Any, full: tuple[int, ...], partitions: int) -> bool:
-    view = partition_view(admin, partitions)
+    view = partition_view(admin, partitions=partitions)
     return view is not None and all(leader >= 0 and isr == full for leader, isr in view.values())
 
 
 def _led_without(admin: Any, victim: int, partitions: int) -> bool:
-    view = partition_view(admin, partitions)
+    view = partition_view(admin, partitions=partitions)
     return view is not None and all(leader >= 0 and leader != victim for leader, _ in view.values())
 
 

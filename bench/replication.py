@@ -1,0 +1,652 @@
+#!/usr/bin/env python
+"""What replication costs rafka: produce throughput and ack latency by acks and replication
+factor, and how long a partition is unwritable when its leader's broker is killed -9.
+
+From one run on 3 brokers (rafka.cluster.Cluster in a private local Ray, this process its
+driver; zookeeper.session.timeout.ms=6000, min.insync.replicas=2) it measures, with
+confluent-kafka (linger.ms=5, no idempotence, a fresh 3-partition topic per case, deleted
+after it):
+  1. produce records/s and MB/s, and ack latency p50/p99/p99.9 (produce() call to its delivery
+     callback, every record stamped with time.perf_counter) for acks=1 RF=1, acks=1 RF=3 and
+     acks=all RF=3, at 100 B and 1 KiB records; each producer is timed from its first
+     acknowledged record (bench/_kafka.py says why) and its queue holds at most 100,000 records
+     (librdkafka's default), so latency at full speed is mostly time spent queued;
+  2. acks=all RF=3 once more, paced at half the rate it reached at full speed (the median of
+     the --repeat runs): its latency there is the figure that matters;
+  3. failover: while an acks=all producer sends 1,000 records/s (--failover-rate) round-robin
+     to the 3 partitions of an RF=3 topic, kill -9 the broker leading a partition
+     (Cluster.kill_broker), first a broker that is not the controller, then, after the first is
+     restarted and every ISR is full again, the controller's broker; failover is the time
+     from the kill to the first acknowledged record produced after the kill on each partition
+     that moved (the latest of them when several moved); beside it, when Metadata first named
+     the new leader, when every partition (moved or not) had acknowledged a record produced
+     after the kill, and how long the restarted broker took to rejoin every ISR;
+and prints the figures, then a table of the issue's targets (issue 22):
+  - acks=all RF=3 produce rate >= 0.5x acks=1 RF=1 (Kafka's 2014 benchmark on three machines,
+    100 B records, one producer thread: 421,823 rec/s with 3x synchronous replication against
+    821,557 with none, 0.51x; 786,980 with 3x asynchronous replication, acks=1);
+  - p99 ack latency at half load <= 20 ms;
+  - failover < 3 s (rafka learns of a dead broker process from Ray; ~0.5 s expected).
+
+The client runs in this process, which is also Ray's driver (Cluster.kill_broker needs one);
+everything shares the machine's cores, so read the load average printed with the figures.
+Progress goes to stderr, results to stdout. Exit 0 when every phase ran, 1 otherwise.
+Everything binds to 127.0.0.1.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # Ray on 127.0.0.1, before ray is imported
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # for tools.failover_drill
+
+import _kafka
+from _kafka import PhaseError
+from _phases import log, run_phase, size_label, stdout_to_stderr
+from _results import MB, Row, render_table
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient
+
+from tests.waiting import wait_until
+from tools.failover_drill import drill_config, partition_view
+
+BROKERS = 3
+PARTITIONS = 3
+RECORD_SIZES = (100, 1024)
+DEFAULT_RECORDS = {100: 200_000, 1024: 50_000}
+DEFAULT_FAILOVER_RATE = 1_000
+MIN_INSYNC_REPLICAS = 2
+# (label, acks, replication factor); the first is the ratio's base, the last is paced at half load.
+CASES = (("acks=1 RF=1", "1", 1), ("acks=1 RF=3", "1", 3), ("acks=all RF=3", "all", 3))
+BASE_CASE, REPLICATED_CASE = CASES[0][0], CASES[-1][0]
+HALF_LOAD = 0.5
+HALF_LOAD_SUFFIX = " @ half load"
+THROUGHPUT_TARGET = 0.5
+LATENCY_TARGET_MS = 20.0
+FAILOVER_TARGET_S = 3.0
+PRODUCER_CONFIG = {
+    "linger.ms": 5,
+    "enable.idempotence": False,
+    # librdkafka's default. A larger queue only adds queued time to the full-speed latency.
+    "queue.buffering.max.messages": 100_000,
+    "message.timeout.ms": 120_000,
+    "log_level": 3,
+}
+# The failover producer: the drill's client settings (tools/failover_drill.py), so a lost
+# leader is looked up again within ~100 ms and a retried request does not wait long.
+FAILOVER_PRODUCER_CONFIG = {
+    **PRODUCER_CONFIG, "acks": "all", "request.timeout.ms": 10_000, "retry.backoff.ms": 100,
+    "topic.metadata.refresh.interval.ms": 1_000,
+}
+STEP_TIMEOUT_S = 90.0
+METADATA_POLL_S = 0.05
+
+
+# -- results -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProduceRun:
+    """One producer run: `records` timed records of `record_size` bytes, acknowledged in
+    `seconds` (first timed produce() to the last ack), with ack latency percentiles in ms.
+    `offered_rps` is the paced rate asked for (None: as fast as the client goes) and
+    `sent_rps` the rate at which produce() was actually called."""
+
+    case: str
+    acks: str
+    replication_factor: int
+    record_size: int
+    records: int
+    seconds: float
+    sent_rps: float
+    p50_ms: float
+    p99_ms: float
+    p999_ms: float
+    max_ms: float
+    offered_rps: float | None = None
+
+    @property
+    def rps(self) -> float:
+        return self.records / self.seconds
+
+    @property
+    def mbps(self) -> float:
+        return self.rps * self.record_size / MB
+
+
+@dataclass(frozen=True)
+class CaseSummary:
+    """The runs of one case and record size: median and range of the rate, median of each
+    latency percentile over the runs."""
+
+    case: str
+    record_size: int
+    runs: tuple[ProduceRun, ...]
+
+    def median(self, attribute: str) -> float:
+        return statistics.median(getattr(r, attribute) for r in self.runs)
+
+    def low(self, attribute: str) -> float:
+        return min(getattr(r, attribute) for r in self.runs)
+
+    def high(self, attribute: str) -> float:
+        return max(getattr(r, attribute) for r in self.runs)
+
+
+@dataclass(frozen=True)
+class Failover:
+    """One kill -9 of a leader's broker under an acks=all producer. Times are seconds from the
+    call to Cluster.kill_broker (which first asks the broker for its pids, a few ms) and None
+    when not seen within the step's timeout."""
+
+    victim: int
+    was_controller: bool
+    moved: tuple[int, ...]                  # partitions the victim led
+    first_ack_s: dict[int, float | None]    # partition -> first ack of a record produced after the kill
+    metadata_leader_s: float | None         # Metadata first named a live leader for every moved partition
+    rejoin_s: float | None                  # restart_broker called -> every ISR full again
+
+    @property
+    def failover_s(self) -> float | None:
+        """The latest first ack among the moved partitions (the issue's failover time)."""
+        times = [self.first_ack_s.get(p) for p in self.moved]
+        return None if not times or None in times else max(times)
+
+    @property
+    def every_partition_s(self) -> float | None:
+        times = list(self.first_ack_s.values())
+        return None if len(times) < PARTITIONS or None in times else max(times)
+
+
+@dataclass
+class Results:
+    """Everything one run measured, plus the phases that failed (name -> error text)."""
+
+    runs: list[ProduceRun] = field(default_factory=list)
+    failovers: list[Failover] = field(default_factory=list)
+    failover_errors: dict[str, int] = field(default_factory=dict)  # failed deliveries, by error name
+    failures: dict[str, str] = field(default_factory=dict)
+    load_average: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # "start"/"end"
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self, case: str, record_size: int) -> CaseSummary | None:
+        runs = tuple(r for r in self.runs if r.case == case and r.record_size == record_size)
+        return CaseSummary(case, record_size, runs) if runs else None
+
+    def failover(self, controller: bool) -> Failover | None:
+        return next((f for f in self.failovers if f.was_controller == controller), None)
+
+    def to_json(self) -> dict[str, Any]:
+        def run(r: ProduceRun) -> dict[str, Any]:
+            return {**asdict(r), "rps": r.rps, "mbps": r.mbps}
+
+        def summary(s: CaseSummary) -> dict[str, Any]:
+            return {"case": s.case, "record_size": s.record_size, "runs": len(s.runs),
+                    **{f"{a}_{k}": f(a) for a in ("rps", "mbps") for k, f in
+                       (("median", s.median), ("min", s.low), ("max", s.high))},
+                    **{f"{a}_median": s.median(a) for a in ("p50_ms", "p99_ms", "p999_ms", "max_ms")}}
+
+        def failover(f: Failover) -> dict[str, Any]:
+            return {**asdict(f), "first_ack_s": {str(p): s for p, s in f.first_ack_s.items()},
+                    "failover_s": f.failover_s, "every_partition_s": f.every_partition_s}
+        return {
+            "settings": self.settings,
+            "runs": [run(r) for r in self.runs],
+            "summaries": [summary(s) for s in summaries(self)],
+            "failovers": [failover(f) for f in self.failovers],
+            "failover_failed_deliveries": self.failover_errors,
+            "cores": os.cpu_count(),
+            "load_average": self.load_average,
+            "failures": self.failures,
+        }
+
+
+def summaries(results: Results) -> list[CaseSummary]:
+    """Every case that ran, by record size, in the order of CASES (half load last)."""
+    labels = [c[0] for c in CASES] + [REPLICATED_CASE + HALF_LOAD_SUFFIX]
+    found = (results.summary(label, size) for size in RECORD_SIZES for label in labels)
+    return [s for s in found if s is not None]
+
+
+def percentile(ordered: list[float], q: float) -> float:
+    """Nearest-rank percentile `q` (0..1] of ascending `ordered`."""
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+# -- produce -----------------------------------------------------------------------------
+
+def produce_run(bootstrap: str, topic: str, case: tuple[str, str, int], record_size: int, records: int,
+                rate_per_s: float | None = None, timeout_s: float = 300.0) -> ProduceRun:
+    """Produce `records` records to `topic`, as fast as the client goes or paced at
+    `rate_per_s`, noting each record's ack latency.
+
+    Every produce() passes its own perf_counter stamp to its delivery callback (a
+    functools.partial, no lookup table), and the callback appends the difference: about a
+    microsecond of Python per record. The loop serves callbacks every 1,024 records, and
+    while paced whenever it waits, so a callback runs within about a millisecond of its ack.
+    """
+    label, acks, replication_factor = case
+    clock = time.perf_counter
+    latencies: list[float] = []
+    failed: list[str] = []
+    keep = latencies.append
+
+    def delivered(sent: float, err: Any, _msg: Any) -> None:
+        if err is None:
+            keep(clock() - sent)
+        else:
+            failed.append(str(err))
+
+    producer = Producer({"bootstrap.servers": bootstrap, **PRODUCER_CONFIG, "acks": acks})
+    send, poll = producer.produce, producer.poll
+    payload = os.urandom(record_size)
+    send(topic, payload)  # untimed: the connection and metadata are up before the clock starts
+    if producer.flush(timeout_s):
+        raise PhaseError(f"produce to {topic}: the warm-up record was not acknowledged after {timeout_s:.0f} s")
+    timed = records - 1
+    started = clock()
+    i = 0
+    while i < timed:
+        if rate_per_s is None:
+            due = timed
+        else:
+            due = min(timed, int((clock() - started) * rate_per_s) + 1)
+            if i >= due:
+                poll(max(0.0, min(0.001, started + i / rate_per_s - clock())))
+                continue
+        while i < due:
+            try:
+                send(topic, payload, on_delivery=partial(delivered, clock()))
+            except BufferError:
+                poll(0.005)
+                continue
+            i += 1
+            if not i & 1023:
+                poll(0)
+        poll(0)
+    last_sent = clock()
+    remaining = producer.flush(timeout_s)
+    elapsed = clock() - started
+    if remaining:
+        raise PhaseError(f"produce to {topic}: {remaining} records unacknowledged after {timeout_s:.0f} s")
+    if failed:
+        raise PhaseError(f"produce to {topic}: {len(failed)} records failed, first: {failed[0]}")
+    latencies.sort()
+    ms = [1000 * percentile(latencies, q) for q in (0.5, 0.99, 0.999, 1.0)]
+    name = label + (HALF_LOAD_SUFFIX if rate_per_s is not None else "")
+    return ProduceRun(name, acks, replication_factor, record_size, timed, elapsed, timed / (last_sent - started),
+                      *ms, offered_rps=rate_per_s)
+
+
+def isr_full(admin: AdminClient, topic: str, replication_factor: int) -> bool:
+    view = partition_view(admin, [topic], PARTITIONS)
+    return view is not None and all(leader >= 0 and len(isr) == replication_factor for leader, isr in view.values())
+
+
+@contextlib.contextmanager
+def fresh_topic(bootstrap: str, name: str, replication_factor: int) -> Iterator[str]:
+    """A new topic of PARTITIONS partitions, every ISR full before it is used; deleted afterwards:
+    each replica is a Ray actor, and idle actors left behind would cost the later cases CPU."""
+    config = {"min.insync.replicas": str(MIN_INSYNC_REPLICAS)} if replication_factor >= MIN_INSYNC_REPLICAS else {}
+    _kafka.create_topic(bootstrap, name, PARTITIONS, replication_factor=replication_factor, config=config)
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+        wait_until(lambda: isr_full(admin, name, replication_factor), STEP_TIMEOUT_S,
+                   message=f"{name}: every ISR full")
+        yield name
+    finally:
+        _kafka.delete_topic(bootstrap, name)
+
+
+def produce_case(bootstrap: str, case: tuple[str, str, int], record_size: int, records: int,
+                 rate_per_s: float | None = None) -> ProduceRun:
+    label, _, replication_factor = case
+    slug = label.replace("=", "").replace(" ", "-").lower()
+    with fresh_topic(bootstrap, f"bench-repl-{slug}-{record_size}-{int(time.time() * 1000)}",
+                     replication_factor) as topic:
+        try:
+            return produce_run(bootstrap, topic, case, record_size, records, rate_per_s)
+        except PhaseError as e:
+            # Records time out when a partition cannot take them: say which, while the topic exists.
+            admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+            raise PhaseError(f"{e}; now {describe_partitions(partition_view(admin, [topic], PARTITIONS))}") from e
+
+
+def describe_partitions(view: dict[tuple[str, int], tuple[int, tuple[int, ...]]] | None) -> str:
+    """'partition 0: leader 0, ISR [0]; ...' from `partition_view`, or that Metadata did not say."""
+    if view is None:
+        return "leaders and ISRs unknown (no Metadata)"
+    return "; ".join(f"partition {p}: leader {leader}, ISR {list(isr)}" for (_, p), (leader, isr) in sorted(view.items()))
+
+
+def throughput_phases(results: Results, bootstrap: str, records: dict[int, int], repeat: int) -> None:
+    """Every case at full speed, `repeat` runs each (cases interleaved within a run, so each
+    run's cases see about the same machine load), then acks=all RF=3 paced at half the median
+    rate it reached, `repeat` runs."""
+    replicated = CASES[-1]
+    for size in RECORD_SIZES:
+        for run in range(1, repeat + 1):
+            for case in CASES:
+                value = run_phase(results, f"{case[0]} {size_label(size)} (run {run}/{repeat})",
+                                  lambda case=case, size=size: produce_case(bootstrap, case, size, records[size]), 420)
+                if value is not None:
+                    results.runs.append(value)
+                    log(f"  {value.rps:,.0f} rec/s {value.mbps:.1f} MB/s, ack latency p50 {value.p50_ms:.1f}"
+                        f" p99 {value.p99_ms:.1f} p99.9 {value.p999_ms:.1f} ms")
+        full = results.summary(replicated[0], size)
+        if full is None:
+            continue
+        rate = HALF_LOAD * full.median("rps")
+        for run in range(1, repeat + 1):
+            value = run_phase(results, f"{replicated[0]} {size_label(size)} at {rate:,.0f} rec/s (half load;"
+                                       f" run {run}/{repeat})",
+                              lambda size=size, rate=rate: produce_case(bootstrap, replicated, size, records[size], rate),
+                              600)
+            if value is not None:
+                results.runs.append(value)
+                log(f"  sent {value.sent_rps:,.0f} rec/s, ack latency p50 {value.p50_ms:.1f} p99 {value.p99_ms:.1f}"
+                    f" p99.9 {value.p999_ms:.1f} max {value.max_ms:.1f} ms")
+
+
+# -- failover ----------------------------------------------------------------------------
+
+class TimedAckProducer:
+    """A confluent-kafka acks=all producer on its own thread sending `rate_per_s` records/s
+    round-robin over the partitions; every acknowledgement is noted as (partition, produce()
+    time, ack time), perf_counter seconds, in `acks` (appended by the producer thread only)."""
+
+    def __init__(self, bootstrap: str, topic: str, rate_per_s: int) -> None:
+        self.topic = topic
+        self.acks: list[tuple[int, float, float]] = []
+        self.errors: dict[str, int] = {}
+        self._producer = Producer({"bootstrap.servers": bootstrap, **FAILOVER_PRODUCER_CONFIG})
+        self._rate = rate_per_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"bench-producer-{topic}", daemon=True)
+
+    def start(self) -> TimedAckProducer:
+        self._thread.start()
+        return self
+
+    def _delivered(self, partition: int, sent: float, err: Any, _msg: Any) -> None:
+        if err is None:
+            self.acks.append((partition, sent, time.perf_counter()))
+        else:
+            self.errors[err.name()] = self.errors.get(err.name(), 0) + 1
+
+    def _run(self) -> None:
+        n = 0
+        started = time.perf_counter()
+        while not self._stop.is_set():
+            due = started + n / self._rate
+            if time.perf_counter() < due:
+                self._producer.poll(min(0.01, max(0.0, due - time.perf_counter())))
+                continue
+            partition = n % PARTITIONS
+            try:
+                self._producer.produce(self.topic, b"record-%08d" % n, partition=partition,
+                                       on_delivery=partial(self._delivered, partition, time.perf_counter()))
+                n += 1
+            except BufferError:
+                self._producer.poll(0.1)
+            self._producer.poll(0)
+
+    def stop(self, timeout_s: float) -> int:
+        """Stop producing and wait for every record's outcome; the number still unsettled."""
+        self._stop.set()
+        self._thread.join()
+        return self._producer.flush(timeout_s)
+
+
+def leaders(admin: AdminClient, topic: str) -> dict[int, int]:
+    """partition -> leader broker of `topic`, from Metadata."""
+    view = wait_until(lambda: partition_view(admin, [topic], PARTITIONS), STEP_TIMEOUT_S,
+                      message=f"{topic}: metadata")
+    return {p: leader for (_, p), (leader, _) in view.items()}
+
+
+def controller_id(cluster: Any) -> int | None:
+    return next((b for b, s in cluster.broker_status().items() if s.get("controller")), None)
+
+
+def kill_and_measure(cluster: Any, admin: AdminClient, producer: TimedAckProducer, victim: int,
+                     was_controller: bool) -> Failover:
+    """Kill -9 `victim`, wait until every partition has acknowledged a record produced after the
+    kill (watching Metadata for the new leaders meanwhile), restart it and wait for full ISRs."""
+    topic = producer.topic
+    moved = tuple(sorted(p for p, leader in leaders(admin, topic).items() if leader == victim))
+    if not moved:
+        raise PhaseError(f"broker {victim} leads no partition of {topic}: nothing would move")
+    seen = len(producer.acks)
+    killed = time.perf_counter()
+    cluster.kill_broker(victim)
+    log(f"  killed broker {victim}{' (controller)' if was_controller else ''}, leader of partitions"
+        f" {list(moved)}; Cluster.kill_broker returned after {time.perf_counter() - killed:.2f} s")
+    first_ack: dict[int, float] = {}
+    metadata_leader: float | None = None
+    deadline = killed + STEP_TIMEOUT_S
+    while len(first_ack) < PARTITIONS and time.perf_counter() < deadline:
+        new = producer.acks[seen:]
+        seen += len(new)
+        for partition, sent, acked in new:
+            if sent > killed and partition not in first_ack:
+                first_ack[partition] = acked - killed
+        if metadata_leader is None:
+            view = partition_view(admin, [topic], PARTITIONS)
+            if view is not None and all(view[(topic, p)][0] not in (-1, victim) for p in moved):
+                metadata_leader = time.perf_counter() - killed
+        time.sleep(METADATA_POLL_S)
+    restarted = time.perf_counter()
+    cluster.restart_broker(victim)
+    full = BROKERS
+    try:
+        wait_until(lambda: isr_full(admin, topic, full), STEP_TIMEOUT_S,
+                   message=f"broker {victim} back in every ISR")
+        rejoin: float | None = time.perf_counter() - restarted
+    except AssertionError:   # wait_until's timeout
+        rejoin = None
+    result = Failover(victim, was_controller, moved, {p: first_ack.get(p) for p in range(PARTITIONS)},
+                      metadata_leader, rejoin)
+    if result.failover_s is None:
+        raise PhaseError(f"no record produced after the kill of broker {victim} was acknowledged on partitions"
+                         f" {list(moved)} within {STEP_TIMEOUT_S:.0f} s")
+    return result
+
+
+def failover_phase(results: Results, cluster: Any, rate_per_s: int) -> None:
+    """Kill a non-controller leader, then the controller's broker, under one acks=all producer."""
+    bootstrap = cluster.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+
+    def run() -> None:
+        with fresh_topic(bootstrap, "bench-repl-failover", BROKERS) as topic:
+            producer = TimedAckProducer(bootstrap, topic, rate_per_s).start()
+            try:
+                wait_until(lambda: len(producer.acks) > rate_per_s, STEP_TIMEOUT_S,
+                           message="a first second of acks")
+                for controller in (False, True):
+                    current = controller_id(cluster)
+                    if controller:
+                        victim = current
+                    else:
+                        led = set(leaders(admin, topic).values())
+                        victim = min((b for b in led if b != current), default=None)
+                    if victim is None:
+                        raise PhaseError(f"no {'controller' if controller else 'non-controller leader'} to kill")
+                    failover = kill_and_measure(cluster, admin, producer, victim, controller)
+                    results.failovers.append(failover)
+                    log(f"  failover {failover.failover_s:.2f} s (first acks after the kill by partition:"
+                        f" {fmt_seconds(failover.first_ack_s)}); new leader in Metadata after"
+                        f" {fmt_s(failover.metadata_leader_s)}; back in every ISR {fmt_s(failover.rejoin_s)}"
+                        f" after restart")
+            finally:
+                unsettled = producer.stop(120)
+                results.failover_errors.update(producer.errors)
+                if unsettled:
+                    results.failover_errors["unsettled"] = unsettled
+
+    run_phase(results, "failover", run, 2 * 3 * STEP_TIMEOUT_S + 120)
+
+
+def fmt_s(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds:.2f} s"
+
+
+def fmt_seconds(by_partition: dict[int, float | None]) -> str:
+    return ", ".join(f"{p}: {fmt_s(s)}" for p, s in sorted(by_partition.items()))
+
+
+# -- reporting ---------------------------------------------------------------------------
+
+def target_rows(results: Results) -> list[Row]:
+    rows: list[Row] = []
+    for size in RECORD_SIZES:
+        base, replicated = results.summary(BASE_CASE, size), results.summary(REPLICATED_CASE, size)
+        rows.append(Row(f"{REPLICATED_CASE} vs {BASE_CASE} produce rec/s, {size_label(size)}",
+                        replicated.median("rps") if replicated else None, base.median("rps") if base else None,
+                        "rec/s", (">=", THROUGHPUT_TARGET)))
+    for size in RECORD_SIZES:
+        half = results.summary(REPLICATED_CASE + HALF_LOAD_SUFFIX, size)
+        rows.append(Row(f"{REPLICATED_CASE} p99 ack latency at half load, {size_label(size)}, ms vs"
+                        f" {LATENCY_TARGET_MS:g} ms", half.median("p99_ms") if half else None, LATENCY_TARGET_MS,
+                        "ms", ("<=", 1.0)))
+    for controller in (False, True):
+        f = results.failover(controller)
+        rows.append(Row(f"failover, {'controller' if controller else 'non-controller'} leader killed, ms vs"
+                        f" {FAILOVER_TARGET_S:g} s", 1000 * f.failover_s if f and f.failover_s is not None else None,
+                        1000 * FAILOVER_TARGET_S, "ms", ("<=", 1.0)))
+    return rows
+
+
+def measurements_text(results: Results) -> str:
+    s = results.settings
+    repeat = s.get("repeat", 1)
+    lines = [(f"produce (confluent-kafka, linger.ms=5, {PARTITIONS} partitions, {BROKERS} brokers,"
+              f" min.insync.replicas={MIN_INSYNC_REPLICAS}; rate: median of {repeat} run(s) [min-max];"
+              " latency: produce() to delivery callback, median over runs of each percentile):"),
+             (f"  {'case':<27} {'size':>6} {'records':>8} {'rec/s':>9} {'[min-max]':>19} {'MB/s':>6}"
+              f" {'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8} {'max ms':>7}")]
+    for summary in summaries(results):
+        runs = summary.runs
+        span = f"[{summary.low('rps'):,.0f}-{summary.high('rps'):,.0f}]" if len(runs) > 1 else ""
+        lines.append(f"  {summary.case:<27} {size_label(summary.record_size):>6} {runs[0].records:>8,}"
+                     f" {summary.median('rps'):>9,.0f} {span:>19} {summary.median('mbps'):>6.1f}"
+                     f" {summary.median('p50_ms'):>7.1f} {summary.median('p99_ms'):>7.1f}"
+                     f" {summary.median('p999_ms'):>8.1f} {summary.median('max_ms'):>7.1f}")
+        if runs[0].offered_rps:
+            lines.append(f"  {'':<27} {'':>6} paced at {runs[0].offered_rps:,.0f} rec/s, produce() called at"
+                         f" {statistics.median(r.sent_rps for r in runs):,.0f} rec/s")
+    lines.append(f"failover (acks=all producer at {s.get('failover_rate', DEFAULT_FAILOVER_RATE):,} rec/s round-robin"
+                 f" on an RF={BROKERS} topic of {PARTITIONS} partitions; seconds from Cluster.kill_broker):")
+    for f in results.failovers:
+        lines.append(f"  killed broker {f.victim} ({'controller' if f.was_controller else 'not controller'}),"
+                     f" leader of partition(s) {', '.join(map(str, f.moved))}: first ack on the moved partition(s)"
+                     f" {fmt_s(f.failover_s)}; new leader in Metadata {fmt_s(f.metadata_leader_s)}; every partition"
+                     f" {fmt_s(f.every_partition_s)} ({fmt_seconds(f.first_ack_s)}); back in every ISR"
+                     f" {fmt_s(f.rejoin_s)} after restart_broker")
+    if results.failover_errors:
+        lines.append(f"  failed deliveries meanwhile: {results.failover_errors}")
+    lines.append("limits:")
+    if results.load_average:
+        load = ", ".join(f"{k} {v[0]:.1f}" for k, v in results.load_average.items())
+        lines.append(f"  1-min load average ({os.cpu_count()} cores): {load}  (other work on the machine skews rates)")
+    return "\n".join(lines)
+
+
+def print_report(results: Results, output: str) -> None:
+    """Results to stdout, as text tables or as one JSON document."""
+    rows = target_rows(results)
+    if output == "json":
+        doc = results.to_json()
+        doc["targets"] = [dict(zip(("metric", "measured", "against", "ratio", "target", "met"),
+                                   (r.metric, r.rafka, r.peer, r.ratio, r.target, r.met))) for r in rows]
+        print(json.dumps(doc, indent=2))
+        return
+    print(measurements_text(results))
+    print()
+    print(render_table(rows, headers=("target", "measured", "against", "ratio", "target", "met?")))
+    if results.failures:
+        print("\nfailed phases (tracebacks on stderr):")
+        for name, error in results.failures.items():
+            print(f"  {name}: {error.splitlines()[0] if error else ''}")
+
+
+# -- command line ------------------------------------------------------------------------
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="example:\n  .venv/bin/python bench/replication.py\n"
+               "  .venv/bin/python bench/replication.py --repeat 3 --records 100000 --output json")
+    parser.add_argument("--records", type=int, default=DEFAULT_RECORDS[100],
+                        help=f"records per 100 B case (default {DEFAULT_RECORDS[100]:,})")
+    parser.add_argument("--records-1kib", type=int, default=DEFAULT_RECORDS[1024],
+                        help=f"records per 1 KiB case (default {DEFAULT_RECORDS[1024]:,})")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs of each produce case; the figures show the median and range (default 1)")
+    parser.add_argument("--failover-rate", type=int, default=DEFAULT_FAILOVER_RATE,
+                        help=f"records/s of the producer during failover (default {DEFAULT_FAILOVER_RATE:,})")
+    parser.add_argument("--only", choices=("throughput", "failover"), help="run only these phases")
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format (default text)")
+    parser.add_argument("--data-dir", type=Path,
+                        help="where the brokers and ZooKeeper keep their data (default: a fresh temporary"
+                             " directory, removed)")
+    args = parser.parse_args(argv)
+    if min(args.records, args.records_1kib) < 2 or args.repeat < 1 or args.failover_rate < 10:
+        parser.error("--records and --records-1kib must be at least 2, --repeat 1, --failover-rate 10")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    records = {100: args.records, 1024: args.records_1kib}
+    results = Results(settings={"records": {str(k): v for k, v in records.items()}, "repeat": args.repeat,
+                                "failover_rate": args.failover_rate, "brokers": BROKERS, "partitions": PARTITIONS,
+                                "producer": PRODUCER_CONFIG, "failover_producer": FAILOVER_PRODUCER_CONFIG})
+    started = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(stdout_to_stderr())
+        if args.data_dir:
+            data_dir = args.data_dir.absolute()
+            data_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rafka-bench-repl-")))
+        results.load_average["start"] = os.getloadavg()
+        import rafka.partition_worker  # where the brokers' code comes from (a worktree's, or not)
+        log(f"data dir {data_dir}, rafka from {Path(rafka.partition_worker.__file__).resolve().parent.parent},"
+            f" load average {os.getloadavg()[0]:.1f}")
+        cluster = run_phase(results, f"start {BROKERS} brokers", lambda: start_cluster(data_dir / "cluster"), 300)
+        if cluster is not None:
+            stack.callback(lambda: run_phase(results, "stop the cluster", cluster.stop, 120))
+            log(f"  serving at {cluster.bootstrap_servers}")
+            if args.only != "failover":
+                throughput_phases(results, cluster.bootstrap_servers, records, args.repeat)
+            if args.only != "throughput":
+                failover_phase(results, cluster, args.failover_rate)
+    results.load_average["end"] = os.getloadavg()
+    log(f"finished in {time.perf_counter() - started:.0f} s")
+    print_report(results, args.output)
+    return 1 if results.failures else 0
+
+
+def start_cluster(data_dir: Path) -> Any:
+    from rafka.cluster import Cluster
+
+    return Cluster(data_dir, brokers=BROKERS, first_port=0, config=drill_config()).start()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
