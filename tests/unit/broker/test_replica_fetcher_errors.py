@@ -1,0 +1,41 @@
+"""How a follower's fetcher takes a leader's error for one partition (Kafka's fetcher rules):
+only FENCED_LEADER_EPOCH waits for new metadata; a transient answer backs off and retries."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from rafka.common.errors import ErrorCode
+from rafka.common.types import TopicPartition
+from rafka.net import replica_fetcher as rf
+
+
+def answer(error: ErrorCode) -> dict:
+    return {"error_code": int(error), "partition_index": 0, "high_watermark": -1, "log_start_offset": -1,
+            "records": None}
+
+
+async def take(error: ErrorCode) -> tuple[rf.FollowedPartition, float]:
+    fetcher = rf.ReplicaFetcher(1, 0, "127.0.0.1", 1)
+    try:
+        p = rf.FollowedPartition(TopicPartition("t", 0), leader_epoch=3, channel=None, fetch_offset=10,
+                                 truncating=False)
+        now = asyncio.get_running_loop().time()
+        await fetcher._take(p, answer(error))
+        return p, now
+    finally:
+        fetcher.stop()
+
+
+def test_a_fenced_epoch_waits_for_new_metadata():
+    p, _ = asyncio.run(take(ErrorCode.FENCED_LEADER_EPOCH))
+    assert p.fenced
+
+
+@pytest.mark.parametrize("error", [ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                                   ErrorCode.UNKNOWN_LEADER_EPOCH, ErrorCode.UNKNOWN_SERVER_ERROR])
+def test_a_transient_answer_backs_off_and_keeps_its_place(error):
+    p, before = asyncio.run(take(error))
+    assert not p.fenced and p.fetch_offset == 10
+    assert p.retry_at >= before + rf.FETCH_BACKOFF_S
