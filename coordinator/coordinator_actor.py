@@ -170,12 +170,28 @@ class BrokerCoordinator:
         if self._zk is not None:
             await asyncio.to_thread(self._zk.stop)
 
-    def status(self) -> dict:
-        """What `rafka status` shows of this broker: its role, replicas and offline replicas."""
-        return {"broker_id": self._id, "controller": self._controller is not None and self._controller.is_active,
+    async def status(self) -> dict:
+        """What `rafka status` shows of this broker: its role, the pids of its processes, its
+        replicas, the partitions it leads with an ISR short of their replicas
+        (UnderReplicatedPartitions), replicas that are offline here, and, on the controller,
+        partitions without a leader (OfflinePartitionsCount)."""
+        metadata, me = self._metadata, self._id
+        led = [info for _, info in _partitions(metadata) if info.leader == me]
+        controller = self._controller is not None and self._controller.is_active
+        try:
+            pids = await asyncio.wait_for(self.replica_pids(), 10)
+        except Exception as e:  # noqa: BLE001 - the front end is busy or gone: report without its pid
+            pids = {"error": repr(e)}
+        return {"broker_id": me, "controller": controller,
+                "controller_id": metadata.controller_id,
                 "controller_epoch": self._reconciler.controller_epoch, "cluster_id": self._cluster_id,
-                "endpoint": str(self._endpoint), "pid": os.getpid(), "node_id": self._node_id,
+                "endpoint": str(self._endpoint), "pid": os.getpid(), "node_id": self._node_id, "pids": pids,
                 "replicas": sorted(str(tp) for tp in self._reconciler.replicas),
+                "leaders": len(led),
+                "under_replicated_partitions": sorted(f"{t}-{i.partition}" for t, i in _partitions(metadata)
+                                                      if i.leader == me and len(i.isr) < len(i.replicas)),
+                "offline_partitions": sorted(f"{t}-{i.partition}" for t, i in _partitions(metadata)
+                                             if i.leader < 0) if controller else [],
                 "offline_replicas": [{"partition": str(o.tp), "error": o.error, "failures": o.failures,
                                       "retry_in_ms": round(o.retry_in_ms)} for o in self._reconciler.offline()]}
 
@@ -472,3 +488,8 @@ class BrokerCoordinator:
     async def alter_topic_configs(self, changes: dict[str, dict[str, str]],
                                   validate_only: bool) -> dict[str, tuple[ErrorCode, str | None]]:
         return await self._admin.alter_topic_configs(changes, validate_only)
+
+
+def _partitions(metadata: ClusterMetadata) -> list[tuple[str, Any]]:
+    """(topic, PartitionInfo) of every partition in `metadata`."""
+    return [(name, info) for name, topic in metadata.topics.items() for info in topic.partitions.values()]

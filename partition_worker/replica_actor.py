@@ -274,6 +274,9 @@ class PartitionReplica:
                                   reuse_buffer=True)
 
         def on_frame(head: bytes, body: bytearray) -> None:
+            if self._closed.is_set():   # stopped (its topic deleted, or the broker stopping): the
+                protocol.transport.close()   # front end takes the closed connection as NOT_LEADER
+                return
             _, request_id = dc.FRAME_HEAD.unpack(head)
             view = memoryview(body)
             try:
@@ -323,7 +326,9 @@ class PartitionReplica:
     async def _answer_parked_read(self, protocol: FramedProtocol, request_id: int,
                                   read_again: Callable[[], FetchResult], max_wait_ms: int, empty: FetchResult) -> None:
         result = await self._wait_for_data(read_again, max_wait_ms, empty)
-        if protocol.transport is not None and not protocol.transport.is_closing():
+        if self._closed.is_set() and protocol.transport is not None:
+            protocol.transport.close()
+        elif protocol.transport is not None and not protocol.transport.is_closing():
             protocol.transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
 
     # -- acks=all: the produce purgatory (Kafka's DelayedProduce) ------------------------
@@ -448,8 +453,12 @@ class PartitionReplica:
             try:
                 await asyncio.wait_for(event.wait(), remaining)
             except asyncio.TimeoutError:
-                return read_again()
+                pass
+            if self._closed.is_set():
+                return result   # closed meanwhile: the caller closes the connection
             result = read_again()
+            if time.monotonic() >= deadline:
+                return result
             if result.regions or result.error is not ErrorCode.NONE:
                 return result
 
