@@ -1,9 +1,12 @@
-"""The run-state file of a detached `rafka up`: where it serves and which process to stop."""
+"""The run-state file of a detached `rafka up`: where it serves, which process to stop, and
+what a later command needs to join the cluster's Ray and rebuild a broker's config."""
 from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 DEFAULT_DATA_DIR = "/tmp/rafka"
 STATE_FILE = "rafka.state.json"
@@ -46,3 +49,22 @@ def pid_alive(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] != "Z"
     except OSError:
         return True
+
+
+@contextmanager
+def joined_ray(state: dict) -> Iterator[str]:
+    """Join the Ray of the cluster `state` describes as one more driver, and leave it on exit;
+    yields the cluster's namespace. Actors' logs stay out of the command's output. A local Ray
+    enables token auth by itself, so RAY_AUTH_MODE is taken from the state: Ray reads it when it
+    is first imported, so nothing of the command may import ray before this. Raises what
+    `ray.init` raises when the cluster's Ray is gone."""
+    if state.get("ray_auth_mode"):
+        os.environ.setdefault("RAY_AUTH_MODE", state["ray_auth_mode"])
+    from rafka.actors import ray_env
+
+    namespace = state.get("namespace", "rafka")
+    ray_env.join_ray(state["ray_address"], namespace, log_to_driver=False)
+    try:
+        yield namespace
+    finally:
+        ray_env.ray.shutdown()

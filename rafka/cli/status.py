@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import sys
 
-from rafka.cli.state import DEFAULT_DATA_DIR, pid_alive, read_state
+from rafka.cli.state import DEFAULT_DATA_DIR, joined_ray, pid_alive, read_state
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -60,20 +59,13 @@ def _print_text(report: dict) -> None:
 def _ask_brokers(state: dict, broker_ids: list[int]) -> dict[int, dict]:
     """Join the cluster's Ray and ask every broker's coordinator for its status."""
     print("asking the brokers...", file=sys.stderr)
-    if state.get("ray_auth_mode"):  # read by Ray when it is first imported
-        os.environ.setdefault("RAY_AUTH_MODE", state["ray_auth_mode"])
-    from rafka.actors import ray_env
-    from rafka.cluster import broker_status
-
-    namespace = state.get("namespace", "rafka")
     try:
-        ray_env.join_ray(state["ray_address"], namespace, log_to_driver=False)
+        with joined_ray(state) as namespace:
+            from rafka.cluster import broker_status
+
+            return broker_status(namespace, broker_ids)
     except Exception as e:  # noqa: BLE001 - the cluster may be going down
         return {b: {"error": f"cannot join the cluster's Ray at {state['ray_address']}: {e}"} for b in broker_ids}
-    try:
-        return broker_status(namespace, broker_ids)
-    finally:
-        ray_env.ray.shutdown()
 
 
 def _reachable(host: str, port: int) -> bool:
