@@ -48,6 +48,37 @@ def find_broker(namespace: str, broker_id: int) -> Any | None:
         return None
 
 
+def broker_running(namespace: str, broker_id: int, timeout_s: float = 10.0) -> bool:
+    """Whether `broker_id`'s coordinator exists and answers within `timeout_s`. A dead actor's
+    name can outlive it: for a moment, or, for a non-detached actor, while its owner holds a
+    handle to it."""
+    actor = find_broker(namespace, broker_id)
+    if actor is None:
+        return False
+    ray = ray_env.ray
+    try:
+        ray.get(actor.__ray_ready__.remote(), timeout=timeout_s)
+    except ray.exceptions.RayActorError:
+        return False
+    except ray.exceptions.GetTimeoutError:
+        log.warning("broker %d exists but does not answer in %.0f s", broker_id, timeout_s)
+        return True
+    return True
+
+
+def await_broker_released(namespace: str, broker_id: int, timeout_s: float = 10.0) -> bool:
+    """Wait until Ray has released the name of `broker_id`'s stopped or killed coordinator, so
+    the broker can start again under it; False when it is still taken after `timeout_s`. A
+    detached actor's name is freed within half a second of its death (measured with Ray 2.60);
+    a non-detached one's only once its owner drops every handle to it."""
+    deadline = time.monotonic() + timeout_s
+    while find_broker(namespace, broker_id) is not None:
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def kill_broker(namespace: str, broker_id: int, timeout_s: float = 30.0) -> dict[str, int]:
     """kill -9 of every process of one broker (coordinator, front end, replicas) at once, as a
     machine losing power: nothing is flushed or closed, and its ZooKeeper session expires on
@@ -91,13 +122,21 @@ def broker_status(namespace: str, broker_ids: list[int], timeout_s: float = 10.0
 
 
 class Cluster:
+    """`brokers` brokers whose ids, ports and log dirs step from `config`'s (see the module's
+    docstring). `detached`: they are Ray detached actors, so that another driver (`rafka broker`)
+    can stop, kill and start them by name. A non-detached actor's name stays taken after its
+    death for as long as its owner (this driver) holds a handle, and a detached one outlives
+    the driver that made it (a broker started by a command that then exits). `stop()` stops
+    them either way, by name; a Ray this object started stops with everything on it."""
+
     def __init__(self, data_dir: str | Path, brokers: int = 1, *, first_port: int = DEFAULT_FIRST_PORT,
                  config: BrokerConfig | None = None, namespace: str = DEFAULT_NAMESPACE,
-                 ray_address: str | None = None) -> None:
+                 ray_address: str | None = None, detached: bool = False) -> None:
         self.data_dir = Path(data_dir).absolute()
         self.broker_count = brokers
         self.first_port = first_port
         self.namespace = namespace
+        self.detached = detached
         self._base = config or BrokerConfig()
         self._ray_address = ray_address
         self._zookeeper: Any = None
@@ -119,7 +158,7 @@ class Cluster:
                 self._started_ray = True
         try:
             for index in range(self.broker_count):
-                self.start_broker(self._broker_config(index, zk_connect))
+                self.start_broker(self._broker_config(index, zk_connect), detached=self.detached)
         except BaseException:
             self.stop()
             raise
@@ -127,26 +166,25 @@ class Cluster:
         return self
 
     def start_broker(self, config: BrokerConfig, stale_registration_wait_s: float = 0.0,
-                     detached: bool = False) -> BrokerHandle:
+                     detached: bool = False, timeout_s: float = 120.0) -> BrokerHandle:
         actor, info = start_broker(config, self.namespace, stale_registration_wait_s=stale_registration_wait_s,
-                                   detached=detached)
+                                   timeout_s=timeout_s, detached=detached)
         handle = BrokerHandle(config.broker_id, info["host"], info["port"], actor)
         self.brokers[config.broker_id] = handle
         self.ports[config.broker_id] = handle.port
         self.cluster_id = info["cluster_id"]
         return handle
 
-    def restart_broker(self, broker_id: int, *, port: int | None = None, detached: bool = False) -> BrokerHandle:
+    def restart_broker(self, broker_id: int, *, port: int | None = None, detached: bool | None = None,
+                       timeout_s: float = 120.0) -> BrokerHandle:
         """Start a stopped or killed broker again, on its own data and its own port (`port`,
-        or the one it had). A killed broker's ZooKeeper registration lives until its session
-        expires: the new one waits for that, up to twice the session timeout."""
-        config = self.broker_config(broker_id - self._base.broker_id)
-        port = port if port is not None else self.ports.get(broker_id)
-        if port:
-            host = Endpoint.parse(config.listeners[0]).host
-            config = config.replace(listeners=(f"PLAINTEXT://{host}:{port}",))
+        or the one it had), detached as the cluster's brokers are unless `detached` says.
+        A killed broker's ZooKeeper registration lives until its session expires: the new
+        one waits for that, up to twice the session timeout, within `timeout_s`.
+        StartupError with the broker's own reason."""
+        config = self.restart_config(broker_id, port)
         return self.start_broker(config, stale_registration_wait_s=2 * config.zookeeper_session_timeout_ms / 1000,
-                                 detached=detached)
+                                 detached=self.detached if detached is None else detached, timeout_s=timeout_s)
 
     def kill_broker(self, broker_id: int) -> dict[str, int]:
         """kill -9 of one broker's processes (see `kill_broker`); `restart_broker` brings it back."""
@@ -201,6 +239,16 @@ class Cluster:
 
     def broker_config(self, index: int) -> BrokerConfig:
         return self._broker_config(index, self.zookeeper_connect)
+
+    def restart_config(self, broker_id: int, port: int | None = None) -> BrokerConfig:
+        """The config `restart_broker` starts `broker_id` with: the one it started with, on
+        `port` or the port it had (`ports`; a broker of `first_port=0` had an ephemeral one)."""
+        config = self.broker_config(broker_id - self._base.broker_id)
+        port = port if port is not None else self.ports.get(broker_id)
+        if port:
+            host = Endpoint.parse(config.listeners[0]).host
+            config = config.replace(listeners=(f"PLAINTEXT://{host}:{port}",))
+        return config
 
     def _broker_config(self, index: int, zk_connect: str) -> BrokerConfig:
         """Broker `index`'s config: ids, ports and log dirs step from the base config."""

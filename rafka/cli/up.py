@@ -95,8 +95,9 @@ def _serve(args: argparse.Namespace, data_dir: Path) -> int:
         signal.signal(sig, lambda *_: stop.set())
     started = time.monotonic()
     print(f"starting {args.brokers} broker(s), data in {data_dir}...", file=sys.stderr)
+    # Detached brokers: `rafka broker` (another Ray driver) stops, kills and starts them by name.
     cluster = Cluster(data_dir, brokers=args.brokers, first_port=args.port, config=config,
-                      ray_address=args.ray_address)
+                      ray_address=args.ray_address, detached=True)
     try:
         cluster.start()
     except (StartupError, KafkaError) as e:
@@ -110,6 +111,10 @@ def _serve(args: argparse.Namespace, data_dir: Path) -> int:
                            "ray_address": cluster.ray_address, "namespace": cluster.namespace,
                            # A local Ray enables token auth by itself; a command joining it must ask for it too.
                            "ray_auth_mode": os.environ.get("RAY_AUTH_MODE"),
+                           # What `rafka broker start` needs to rebuild a broker's config.
+                           "config": str(Path(args.config).absolute()) if args.config else None,
+                           "broker_count": args.brokers, "first_port": args.port,
+                           "ports": {str(b.broker_id): b.port for b in cluster.brokers.values()},
                            "started_in_s": round(elapsed, 2)})
     print(f"rafka serving at {cluster.bootstrap_servers} (cluster {cluster.cluster_id}, up in {elapsed:.1f} s); "
           "Ctrl-C to stop", file=sys.stderr)
