@@ -2,12 +2,17 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 from kazoo.client import KazooClient
+
+from rafka.cli.state import pid_alive
+from tests.waiting import wait_until
 
 RAFKA = [sys.executable, "-m", "rafka.cli.main"]
 
@@ -22,7 +27,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.parametrize("command", [[], ["up"], ["down"], ["status"]], ids=lambda c: " ".join(c) or "rafka")
+@pytest.mark.parametrize("command", [[], ["up"], ["down"], ["status"], ["broker"], ["broker", "stop"],
+                                     ["broker", "start"]], ids=lambda c: " ".join(c) or "rafka")
 def test_every_command_has_help_with_an_example(command):
     result = rafka(*command, "--help")
     assert result.returncode == 0
@@ -71,3 +77,145 @@ def test_up_with_server_properties_and_an_external_zookeeper(tmp_path, zk_connec
         down = rafka("down", "--data-dir", data_dir)
     assert down.returncode == 0, down.stderr
     assert rafka("status", "--data-dir", data_dir).returncode == 1
+
+
+def process_tree(root: int) -> set[int]:
+    """`root` and every process descended from it: a detached `rafka up`'s driver, its
+    ZooKeeper, and its Ray (whose workers, the brokers' actors, each lead their own process
+    group, so a process group does not cover them)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    tree, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        tree.add(pid)
+        todo += children.get(pid, [])
+    return tree
+
+
+FAILOVER_PROPERTIES = ("zookeeper.session.timeout.ms=6000\n"
+                       # The consumer's group needs a coordinator: one small __consumer_offsets.
+                       "offsets.topic.num.partitions=1\noffsets.topic.replication.factor=1\n")
+
+
+def test_broker_stop_and_start_take_one_broker_down_and_back_from_the_command_line(tmp_path):
+    """`rafka broker stop --kill`, then `start`, then a clean `stop` and `start` of another
+    broker on a 3-broker cluster with an RF=3 topic: every record produced with acks=all
+    before, during and after reads back, each restarted broker rejoins every ISR on its own
+    port, and `rafka down` leaves no process of the cluster behind."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    config = tmp_path / "server.properties"
+    config.write_text(FAILOVER_PROPERTIES)
+    data_dir, topic, partitions = str(tmp_path / "run"), "failover", 2
+    # --port 0: ephemeral ports, so `broker start` must reuse the port each broker was given.
+    up = rafka("up", "--brokers", "3", "--detach", "--data-dir", data_dir, "--port", "0", "--config", str(config))
+    assert up.returncode == 0, up.stderr
+    state = json.loads((tmp_path / "run" / "rafka.state.json").read_text())
+    bootstrap, pid = up.stdout.strip(), state["pid"]
+    assert state["config"] == str(config) and state["broker_count"] == 3 and state["first_port"] == 0
+    assert {b: f"127.0.0.1:{port}" for b, port in state["ports"].items()} == state["brokers"]
+
+    def broker(*args: str) -> subprocess.CompletedProcess:
+        return rafka("broker", *args, "--data-dir", data_dir, timeout=120)
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    seen_isr: list = []
+
+    def isr_full() -> bool:
+        try:
+            metadata = admin.list_topics(topic, timeout=5).topics[topic]
+        except Exception as e:  # noqa: BLE001 - a broker is going down: ask again
+            seen_isr[:] = [repr(e)]
+            return False
+        seen_isr[:] = [{p: (m.leader, sorted(m.isrs)) for p, m in metadata.partitions.items()}]
+        return metadata.error is None and len(metadata.partitions) == partitions and all(
+            sorted(p.isrs) == [0, 1, 2] for p in metadata.partitions.values())
+
+    def wait_isr_full(what: str) -> None:
+        try:
+            wait_until(isr_full, timeout_s=60, interval_s=0.2, message=what)
+        except AssertionError as e:
+            status = rafka("status", "--data-dir", data_dir, "--output", "json").stdout
+            raise AssertionError(f"{e}; last seen (leader, isr) by partition: {seen_isr}; status: {status}") from None
+
+    acked: dict[tuple[int, int], bytes] = {}
+    failed: list = []
+
+    def produce(first: int, count: int = 1000) -> None:
+        def on_delivery(err, msg):
+            if err is not None:
+                failed.append(err)
+            else:
+                acked[(msg.partition(), msg.offset())] = msg.value()
+
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                             "enable.idempotence": False, "message.timeout.ms": 60000, "log_level": 3})
+        for i in range(first, first + count):
+            producer.produce(topic, b"record-%d" % i, partition=i % partitions, on_delivery=on_delivery)
+        assert producer.flush(60) == 0
+        assert not failed, failed[:3]
+        assert len(acked) == first + count
+
+    try:
+        admin.create_topics([NewTopic(topic, partitions, 3)])[topic].result(60)
+        wait_isr_full("every ISR full after creation")
+        produce(0)
+
+        kill = broker("stop", "1", "--kill", "--output", "json")
+        assert kill.returncode == 0, kill.stderr
+        report = json.loads(kill.stdout)
+        assert report["broker_id"] == 1 and report["action"] == "kill" and report["ok"]
+        killed = report["pids"]
+        assert {"coordinator:1", "frontend:1"} <= set(killed) and len(killed) == 2 + partitions
+        wait_until(lambda: not any(pid_alive(p) for p in killed.values()), timeout_s=5, message="killed pids gone")
+        assert broker("stop", "1").returncode == 1           # not running
+        produce(1000)                                          # acks=all on 2 of 3 (min.insync.replicas 1)
+
+        start = broker("start", "1", "--output", "json")
+        assert start.returncode == 0, start.stderr
+        assert json.loads(start.stdout) == {"broker_id": 1, "action": "start", "ok": True,
+                                            "address": state["brokers"]["1"]}
+        wait_isr_full("broker 1 back in every ISR")
+        assert broker("start", "1").returncode == 1          # already running
+        assert broker("stop", "7").returncode == 1           # no such broker
+
+        stop = broker("stop", "2")
+        assert stop.returncode == 0, stop.stderr
+        assert stop.stdout.startswith("Stopped broker 2 (")
+        produce(2000)
+        start = broker("start", "2")
+        assert start.returncode == 0, start.stderr
+        assert start.stdout.strip() == f"Started broker 2 at {state['brokers']['2']}."
+        wait_isr_full("broker 2 back in every ISR")
+
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "broker-cli-check",
+                             "enable.auto.commit": False, "log_level": 3})
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        seen: dict[tuple[int, int], bytes] = {}
+        deadline = time.monotonic() + 60
+        while len(seen) < len(acked) and time.monotonic() < deadline:
+            for m in consumer.consume(1000, timeout=0.5):
+                assert m.error() is None, m.error()
+                seen[(m.partition(), m.offset())] = m.value()
+        consumer.close()
+        missing = {k: v for k, v in acked.items() if seen.get(k) != v}
+        assert not missing, f"{len(missing)} acknowledged records lost, e.g. {list(missing.items())[:3]}"
+
+        cluster = process_tree(pid)
+        assert len(cluster) > 10   # driver, ZooKeeper, Ray, and 3 brokers' actors (two restarted)
+        down = rafka("down", "--data-dir", data_dir)
+        assert down.returncode == 0, down.stderr
+        wait_until(lambda: not any(pid_alive(p) for p in cluster), timeout_s=30,
+                   message="every process of the cluster gone")
+    finally:
+        if pid_alive(pid):
+            rafka("down", "--data-dir", data_dir)
