@@ -48,9 +48,19 @@ def _print_text(report: dict) -> None:
     for broker_id, b in report["brokers"].items():
         role = " (controller)" if b.get("controller") else ""
         print(f"  broker {broker_id}{role}: {b['address']} {'serving' if b['reachable'] else 'NOT reachable'}"
-              + (f", {len(b['replicas'])} replicas running" if "replicas" in b else ""))
+              + (f", {len(b['replicas'])} replicas running, leader of {b.get('leaders', 0)}"
+                 if "replicas" in b else ""))
         if "error" in b:
             print(f"    no answer from the broker: {b['error']}")
+        pids = b.get("pids") or {}
+        if pids and "error" not in pids:
+            services = ", ".join(f"{name} {pid}" for name, pid in pids.items() if not name.startswith("replica:"))
+            replicas = sum(1 for name in pids if name.startswith("replica:"))
+            print(f"    processes: {services}, {replicas} replicas (their pids: --output json)")
+        if b.get("under_replicated_partitions"):
+            print(f"    under-replicated (led here, ISR short): {', '.join(b['under_replicated_partitions'])}")
+        if b.get("offline_partitions"):
+            print(f"    OFFLINE partitions (no leader): {', '.join(b['offline_partitions'])}")
         for o in b.get("offline_replicas", []):
             print(f"    OFFLINE {o['partition']}: {o['error']} (failed {o['failures']} times; "
                   f"next try in {o['retry_in_ms'] / 1000:.1f} s)")
