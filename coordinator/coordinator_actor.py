@@ -102,7 +102,7 @@ class BrokerCoordinator:
         self._loop = asyncio.get_running_loop()
         self._zk = ZkStore(self._config.zookeeper_connect, self._config.zookeeper_session_timeout_ms)
         await asyncio.to_thread(self._zk.start)
-        self._controller = Controller(self._id, self._zk)
+        self._controller = Controller(self._id, self._zk, self._config.unclean_leader_election_enable)
         self._admin = AdminService(self._config, self._zk, self._await_metadata, self._log)
         self._cluster_id = await asyncio.to_thread(self._zk.ensure_cluster_id)
         for d in self._config.log_dirs:

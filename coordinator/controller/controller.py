@@ -5,7 +5,9 @@ Every broker runs one; at most one is *the* controller at a time, the broker who
 conditional update of `/controller_epoch`). While it holds the role, each round:
 1. finishes pending topic deletions (`/admin/delete_topics/<t>`: remove the topic's paths);
 2. elects leaders for partitions that are new or whose leader or ISR members died
-   (`election.elect_leaders`) and writes each changed partition state conditionally on the
+   (`election.elect_leaders`; a partition left without a live ISR member gets a replica
+   outside the ISR only where `unclean.leader.election.enable` is true, for the topic or
+   the broker) and writes each changed partition state conditionally on the
    version it read and on `/controller_epoch` being unchanged since it won (one ZooKeeper
    transaction, as Kafka's `checkControllerAndUpdate`): a deposed controller's write is
    refused (StaleControllerEpochError) and it resigns without changing anything;
@@ -23,7 +25,7 @@ from rafka.common.errors import ErrorCode, StaleControllerEpochError
 from rafka.common.metadata import ClusterMetadata
 from rafka.common.types import TopicPartition
 from rafka.coordinator.controller.election import Campaign, alter_isr, build_metadata_snapshot, campaign, elect_leaders
-from rafka.coordinator.zk.zk_data import PartitionState
+from rafka.coordinator.zk.zk_data import NO_LEADER, PartitionState
 from rafka.coordinator.zk.zk_store import PartitionStateConflictError, ZkStore
 from rafka.partition_worker.messages import AlterIsr
 
@@ -33,9 +35,10 @@ state_change = logging.getLogger("rafka.state_change")
 class Controller:
     """One broker's controller role: campaign for it, and act while holding it."""
 
-    def __init__(self, broker_id: int, zk: ZkStore) -> None:
+    def __init__(self, broker_id: int, zk: ZkStore, unclean_leader_election: bool = False) -> None:
         self._id = broker_id
         self._zk = zk
+        self._unclean_default = unclean_leader_election
         self.epoch: int | None = None   # set while this broker is the controller
 
     @property
@@ -83,7 +86,10 @@ class Controller:
         all_states = {}
         for name, topic in topics.items():
             states = zk.partition_states(name)
-            for p, state in elect_leaders(topic, states, set(brokers), epoch).items():
+            changes = elect_leaders(topic, states, set(brokers), epoch)
+            if any(s.leader == NO_LEADER for s in changes.values()) and self._unclean_allowed(name):
+                changes = elect_leaders(topic, states, set(brokers), epoch, unclean_leader_election=True)
+            for p, state in changes.items():
                 old = states.get(p)
                 states[p] = zk.write_partition_state(name, p, state, None if old is None else old.zk_version,
                                                      controller_epoch_zk_version=zk.controller_epoch_zk_version)
@@ -91,6 +97,11 @@ class Controller:
                                   self._id, epoch, name, p, state.leader, state.leader_epoch, list(state.isr))
             all_states[name] = states
         return build_metadata_snapshot(cluster_id, self._id, epoch, brokers, topics, all_states)
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        """`unclean.leader.election.enable` of `topic`: its override, or the broker's."""
+        override = self._zk.topic_config(topic).get("unclean.leader.election.enable")
+        return self._unclean_default if override is None else str(override).strip().lower() == "true"
 
     def alter_isr(self, request: AlterIsr) -> PartitionState | ErrorCode:
         """A leader's ISR change (AlterPartition): validated by `election.alter_isr`, written

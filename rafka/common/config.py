@@ -151,6 +151,9 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("min.insync.replicas", int, 1, "Minimum ISR for acks=all.", topic_name="min.insync.replicas",
               minimum=1),
     ConfigKey("replica.lag.time.max.ms", int, 30000, "Time before a lagging follower leaves the ISR."),
+    ConfigKey("unclean.leader.election.enable", _parse_bool, False,
+              "Elect a replica outside the ISR as leader when no ISR member lives (data may be lost).",
+              topic_name="unclean.leader.election.enable"),
     ConfigKey("producer.id.expiration.ms", int, 86_400_000,
               "Idle time after which a partition forgets an idempotent producer's state.", minimum=1),
     ConfigKey("producer.id.expiration.check.interval.ms", int, 600_000,
@@ -207,6 +210,7 @@ class LogConfig:
     message_timestamp_before_max_ms: int = LONG_MAX
     message_timestamp_after_max_ms: int = LONG_MAX
     preallocate: bool = False
+    unclean_leader_election_enable: bool = False
     min_insync_replicas: int = 1
     # Broker-wide, not topic configs: carried here because the partition replica applies them.
     producer_id_expiration_ms: int = 86_400_000
@@ -242,7 +246,7 @@ class LogConfig:
 
 # Topic config names Kafka accepts that this version stores but does not act on yet.
 KNOWN_TOPIC_CONFIGS = frozenset({
-    "compression.type", "unclean.leader.election.enable", "message.downconversion.enable", "local.retention.ms",
+    "compression.type", "message.downconversion.enable", "local.retention.ms",
     "local.retention.bytes", "remote.storage.enable", "follower.replication.throttled.replicas",
     "leader.replication.throttled.replicas", "message.timestamp.difference.max.ms",
 })
@@ -288,6 +292,7 @@ class BrokerConfig:
     log_message_timestamp_before_max_ms: int = LONG_MAX
     log_message_timestamp_after_max_ms: int = LONG_MAX
     log_preallocate: bool = False
+    unclean_leader_election_enable: bool = False
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30000
     producer_id_expiration_ms: int = 86_400_000

@@ -68,7 +68,6 @@ class ConfigEntry:
 # Topic configs Kafka 3.9 lists that rafka stores but does not act on, with Kafka's defaults.
 _PASSIVE_TOPIC_CONFIGS: tuple[tuple[str, str, ConfigType, str], ...] = (
     ("compression.type", "producer", ConfigType.STRING, "Final compression of the topic's batches (stored as sent)."),
-    ("unclean.leader.election.enable", "false", ConfigType.BOOLEAN, "Elect out-of-sync replicas as leaders."),
     ("message.downconversion.enable", "true", ConfigType.BOOLEAN, "Down-convert batches for old fetchers."),
     ("local.retention.ms", "-2", ConfigType.LONG, "Local retention with tiered storage (none here)."),
     ("local.retention.bytes", "-2", ConfigType.LONG, "Local retention with tiered storage (none here)."),
@@ -109,7 +108,8 @@ BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
     **{name: ConfigType.STRING for name in (
         "listeners", "advertised.listeners", "log.dirs", "zookeeper.connect", "log.message.timestamp.type",
         "rack", "broker.rack")},
-    **{name: ConfigType.BOOLEAN for name in ("auto.create.topics.enable", "log.cleaner.enable", "log.preallocate")},
+    **{name: ConfigType.BOOLEAN for name in ("auto.create.topics.enable", "log.cleaner.enable", "log.preallocate",
+                                             "unclean.leader.election.enable")},
     **{name: ConfigType.INT for name in (
         "broker.id", "zookeeper.session.timeout.ms", "num.partitions", "default.replication.factor",
         "message.max.bytes", "log.segment.bytes", "log.index.interval.bytes", "log.index.size.max.bytes",

@@ -3,6 +3,7 @@ election with epochs, topics, conditional partition-state writes, deletion, watc
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import signal
 import subprocess
 import sys
@@ -327,3 +328,32 @@ def test_the_controller_applies_a_leaders_isr_change_conditionally(stores, zk_ra
     assert controller.run_round("cluster").topics["t"].partitions[0].isr == (1, 2)
     assert zk_raw.get_children(zd.ISR_CHANGE_NOTIFICATION_PATH) == []   # consumed by the round
     assert Controller(2, store).alter_isr(AlterIsr("t", 0, 1, 0, (1,), 1)) is ErrorCode.NOT_CONTROLLER
+
+
+def test_unclean_leader_election_only_where_enabled(stores):
+    """The ISR's only member dies: with unclean.leader.election.enable false (Kafka's default)
+    the partition goes offline; the topic's override, or the broker's setting, elects a live
+    replica outside the ISR instead, marked RECOVERING (KIP-704)."""
+    from rafka.coordinator.controller.controller import Controller
+
+    store = stores()
+    store.register_broker(reg(1))
+    two = stores()
+    two.register_broker(reg(2, 9094))
+    controller = Controller(1, store)
+    for topic, overrides in (("clean", {}), ("unclean", {"unclean.leader.election.enable": "true"})):
+        store.create_topic(TopicAssignment(topic, zd.new_kafka_uuid(), {0: (2, 1)}), overrides)
+    controller.run_round("cluster")
+    for topic in ("clean", "unclean"):   # broker 1 falls out of the ISR: only broker 2 is in sync
+        state = store.partition_state(topic, 0)
+        store.write_partition_state(topic, 0, replace(state, isr=(2,)), state.zk_version,
+                                    controller_epoch_zk_version=store.controller_epoch_zk_version)
+    two.stop()                            # the ISR's only member dies
+    metadata = controller.run_round("cluster")
+    assert metadata.topics["clean"].partitions[0].leader == -1
+    assert (metadata.topics["unclean"].partitions[0].leader, metadata.topics["unclean"].partitions[0].isr) == (1, (1,))
+    assert store.partition_state("unclean", 0).leader_recovery_state == zd.LEADER_RECOVERY_RECOVERING
+
+    assert Controller(1, store, unclean_leader_election=True)._unclean_allowed("clean")   # the broker's default
+    store.set_topic_config("clean", {"unclean.leader.election.enable": "false"})
+    assert not Controller(1, store, unclean_leader_election=True)._unclean_allowed("clean")
