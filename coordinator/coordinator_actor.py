@@ -136,6 +136,8 @@ class BrokerCoordinator:
         self._tasks = [asyncio.create_task(self._run_controller()), asyncio.create_task(self._checkpoint_periodically())]
         if self._config.log_cleaner_enable and self._config.log_cleaner_threads > 0:
             self._tasks.append(asyncio.create_task(self._run_cleaner()))
+        if self._config.auto_leader_rebalance_enable:
+            self._tasks.append(asyncio.create_task(self._rebalance_leaders_periodically()))
         self._wake.set()
         # Serve only once the controller has sent metadata that lists this broker, so a
         # client's first Metadata request already sees it (Kafka's broker waits likewise).
@@ -262,6 +264,23 @@ class BrokerCoordinator:
                 cleaned = 0
             if not cleaned:
                 await asyncio.sleep(backoff_s)
+
+    async def _rebalance_leaders_periodically(self) -> None:
+        """auto.leader.rebalance.enable: every leader.imbalance.check.interval.seconds, the
+        controller moves leadership back to preferred replicas where a broker is imbalanced."""
+        while not self._stopping:
+            await asyncio.sleep(self._config.leader_imbalance_check_interval_seconds)
+            if self._controller is None or not self._controller.is_active:
+                continue
+            try:
+                moved = await asyncio.to_thread(self._controller.rebalance_leaders,
+                                                self._config.leader_imbalance_per_broker_percentage)
+            except Exception:  # noqa: BLE001 - the next check tries again
+                self._log.exception("leader rebalance failed")
+                continue
+            if moved:
+                self._log.info("moved %d partitions back to their preferred leader", len(moved))
+                self._wake.set()
 
     # -- controller ------------------------------------------------------------------
     async def _run_controller(self) -> None:
@@ -418,6 +437,29 @@ class BrokerCoordinator:
             except asyncio.TimeoutError:
                 return condition(self._metadata)
         return True
+
+    # -- ElectLeaders -----------------------------------------------------------------
+    async def elect_leaders(self, election_type: int, partitions: list[tuple[str, int]] | None
+                            ) -> dict[tuple[str, int], ErrorCode]:
+        """ElectLeaders: the controller (this broker's, or the one the metadata names) elects,
+        and the new leaders then reach every broker. The outcome per partition."""
+        controller = self._controller
+        if controller is not None and controller.is_active:
+            outcome = await asyncio.to_thread(controller.elect_leaders, election_type, partitions)
+            if any(code == ErrorCode.NONE for code in outcome.values()):
+                self._wake.set()
+            return outcome
+        controller_id = self._metadata.controller_id
+        failed = {tp: ErrorCode.NOT_CONTROLLER for tp in partitions or ()}
+        if controller_id < 0 or controller_id == self._id:
+            return failed
+        try:
+            target = await asyncio.to_thread(ray.get_actor, coordinator_name(controller_id), self._namespace)
+            return await asyncio.wait_for(target.elect_leaders.remote(election_type, partitions),
+                                          CONTROL_CALL_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - the controller moved or died: the client retries
+            self._log.info("could not reach controller %d for a leader election: %r", controller_id, e)
+            return failed
 
     # -- ISR changes (AlterPartition) ------------------------------------------------
     async def alter_isr(self, request: AlterIsr) -> tuple[ErrorCode, tuple[int, ...] | None, int]:

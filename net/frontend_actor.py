@@ -132,6 +132,15 @@ class Frontend:
             self._log.warning("the broker's coordinator failed %s: %r", method, e)
             raise CoordinatorCallError(f"{method} failed: {type(e).__name__}") from e
 
+    async def elect_leaders(self, election_type: int,
+                            partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], ErrorCode] | ErrorCode:
+        """ElectLeaders through the broker's coordinator: the outcome per partition, or one
+        error for the whole request when the coordinator cannot be asked."""
+        try:
+            return await self._ask_coordinator("elect_leaders", election_type, partitions)
+        except CoordinatorCallError as e:
+            return e.code
+
     async def create_topics(self, specs: list[TopicSpec], validate_only: bool, timeout_ms: int) -> list[TopicResult]:
         try:
             return await self._ask_coordinator("create_topics", specs, validate_only, timeout_ms,

@@ -61,6 +61,7 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     "SaslHandshake": (0, 1),      # the full JSON range
     "SaslAuthenticate": (0, 2),   # the full JSON range
     "DescribeCluster": (0, 1),    # v2 adds controller endpoints for KRaft clients only
+    "ElectLeaders": (0, 2),       # preferred and unclean leader election (kafka-leader-election.sh)
     "DeleteRecords": (0, 2),      # the full JSON range
     "OffsetForLeaderEpoch": (2, 4),  # v2 = first version with the current leader epoch
 }

@@ -24,7 +24,8 @@ import logging
 from rafka.common.errors import ErrorCode, StaleControllerEpochError
 from rafka.common.metadata import ClusterMetadata
 from rafka.common.types import TopicPartition
-from rafka.coordinator.controller.election import Campaign, alter_isr, build_metadata_snapshot, campaign, elect_leaders
+from rafka.coordinator.controller.election import (Campaign, alter_isr, build_metadata_snapshot, campaign,
+                                                   elect_leaders, elect_on_demand, imbalanced_partitions)
 from rafka.coordinator.zk.zk_data import NO_LEADER, PartitionState
 from rafka.coordinator.zk.zk_store import PartitionStateConflictError, ZkStore
 from rafka.partition_worker.messages import AlterIsr
@@ -97,6 +98,58 @@ class Controller:
                                   self._id, epoch, name, p, state.leader, state.leader_epoch, list(state.isr))
             all_states[name] = states
         return build_metadata_snapshot(cluster_id, self._id, epoch, brokers, topics, all_states)
+
+    def elect_leaders(self, election_type: int,
+                      partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], ErrorCode]:
+        """ElectLeaders (or the auto rebalance): elect `partitions` (None: every partition) by
+        `election_type` (`election.PREFERRED` or `UNCLEAN`), writing each changed state
+        conditionally and fenced by this controller's epoch; the outcome per partition. The
+        next round sends the new leaders to every broker."""
+        if self.epoch is None:
+            return {tp: ErrorCode.NOT_CONTROLLER for tp in partitions or ()}
+        zk, live = self._zk, set(self._zk.live_brokers())
+        topics = zk.topics()
+        wanted = partitions if partitions is not None else \
+            [(t, p) for t, a in sorted(topics.items()) for p in sorted(a.partitions)]
+        outcome: dict[tuple[str, int], ErrorCode] = {}
+        for topic, partition in wanted:
+            assignment = topics.get(topic)
+            replicas = () if assignment is None else assignment.partitions.get(partition, ())
+            current = zk.partition_state(topic, partition) if replicas else None
+            decided = elect_on_demand(election_type, replicas, current, live, self.epoch)
+            if isinstance(decided, ErrorCode):
+                outcome[(topic, partition)] = decided
+                continue
+            try:
+                zk.write_partition_state(topic, partition, decided, current.zk_version,
+                                         controller_epoch_zk_version=zk.controller_epoch_zk_version)
+            except PartitionStateConflictError:
+                outcome[(topic, partition)] = ErrorCode.NOT_CONTROLLER   # changed meanwhile: ask again
+                continue
+            except StaleControllerEpochError:
+                self.epoch = None
+                zk.resign_controller()
+                outcome.update({tp: ErrorCode.NOT_CONTROLLER for tp in wanted if tp not in outcome})
+                return outcome
+            state_change.info("[Controller id=%d epoch=%d] %s-%d elected leader %d (leader_epoch %d, %s election)",
+                              self._id, self.epoch, topic, partition, decided.leader, decided.leader_epoch,
+                              "preferred" if election_type == 0 else "unclean")
+            outcome[(topic, partition)] = ErrorCode.NONE
+        return outcome
+
+    def rebalance_leaders(self, imbalance_percentage: int) -> list[tuple[str, int]]:
+        """auto.leader.rebalance.enable: move leadership back to preferred replicas on brokers
+        whose share of partitions led elsewhere exceeds the percentage; the partitions moved."""
+        if self.epoch is None:
+            return []
+        zk = self._zk
+        topics = zk.topics()
+        states = {name: zk.partition_states(name) for name in topics}
+        moves = imbalanced_partitions(topics, states, set(zk.live_brokers()), imbalance_percentage)
+        if not moves:
+            return []
+        outcome = self.elect_leaders(0, moves)
+        return [tp for tp, code in outcome.items() if code == ErrorCode.NONE]
 
     def _unclean_allowed(self, topic: str) -> bool:
         """`unclean.leader.election.enable` of `topic`: its override, or the broker's."""

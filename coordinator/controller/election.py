@@ -156,3 +156,60 @@ def build_metadata_snapshot(cluster_id: str, controller_id: int, controller_epoc
     infos = {b: BrokerInfo(b, reg.endpoints[0].host, reg.endpoints[0].port, reg.rack)
              for b, reg in sorted(brokers.items())}
     return ClusterMetadata(cluster_id, controller_id, controller_epoch, infos, topics)
+
+
+# ---- leader elections on demand (ElectLeaders, auto.leader.rebalance.enable) ---------------
+PREFERRED, UNCLEAN = 0, 1   # ElectLeaders' election types
+
+
+def elect_on_demand(election_type: int, replicas: tuple[int, ...], state: PartitionState | None,
+                    live_brokers: Collection[int], controller_epoch: int) -> PartitionState | ErrorCode:
+    """One partition's ElectLeaders outcome, as Kafka 3.9's controller: the new state to write,
+    or the error for that partition.
+    - preferred: the first assigned replica leads, if it is live and in the ISR
+      (ELECTION_NOT_NEEDED when it leads already, PREFERRED_LEADER_NOT_AVAILABLE otherwise);
+    - unclean: only for a partition without a live leader: the first live ISR member, else the
+      first live replica with ISR [it], RECOVERING (ELECTION_NOT_NEEDED when a leader lives,
+      ELIGIBLE_LEADERS_NOT_AVAILABLE when no replica does)."""
+    if state is None or not replicas:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    live = frozenset(live_brokers)
+    if election_type == PREFERRED:
+        preferred = replicas[0]
+        if state.leader == preferred:
+            return ErrorCode.ELECTION_NOT_NEEDED
+        if preferred not in live or preferred not in state.isr:
+            return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+        return _changed(state, preferred, state.isr, controller_epoch)
+    if election_type == UNCLEAN:
+        if state.leader != NO_LEADER and state.leader in live:
+            return ErrorCode.ELECTION_NOT_NEEDED
+        new = elect_partition(replicas, state, live, controller_epoch, unclean_leader_election=True)
+        if new is None or new.leader == NO_LEADER:
+            return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        return new
+    return ErrorCode.INVALID_REQUEST
+
+
+def imbalanced_partitions(assignments: Mapping[str, TopicAssignment],
+                          states: Mapping[str, Mapping[int, PartitionState]], live_brokers: Collection[int],
+                          imbalance_percentage: int) -> list[tuple[str, int]]:
+    """Partitions to move back to their preferred leader (Kafka's `checkAndTriggerAutoLeaderRebalance`):
+    for each live broker, the partitions that prefer it but are led elsewhere, when their share
+    of the partitions preferring it exceeds `leader.imbalance.per.broker.percentage`; only those
+    whose preferred replica is in the ISR can move."""
+    live = frozenset(live_brokers)
+    preferring: dict[int, list[tuple[str, int]]] = {}
+    for topic, assignment in assignments.items():
+        for partition, replicas in assignment.partitions.items():
+            if replicas:
+                preferring.setdefault(replicas[0], []).append((topic, partition))
+    moves = []
+    for broker, partitions in sorted(preferring.items()):
+        if broker not in live:
+            continue
+        elsewhere = [(t, p) for t, p in partitions
+                     if (s := states.get(t, {}).get(p)) is not None and s.leader != broker]
+        if len(elsewhere) * 100 > imbalance_percentage * len(partitions):
+            moves += [(t, p) for t, p in elsewhere if broker in states[t][p].isr]
+    return sorted(moves)

@@ -8,10 +8,10 @@ import argparse
 import logging
 import sys
 
-from rafka.cli import broker, down, dump_log, groups, status, topics, up
+from rafka.cli import broker, down, dump_log, groups, leader_election, status, topics, up
 
 COMMANDS = {"up": up, "down": down, "status": status, "broker": broker, "dump-log": dump_log,
-            "groups": groups, "topics": topics}
+            "groups": groups, "topics": topics, "leader-election": leader_election}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -151,6 +151,12 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("min.insync.replicas", int, 1, "Minimum ISR for acks=all.", topic_name="min.insync.replicas",
               minimum=1),
     ConfigKey("replica.lag.time.max.ms", int, 30000, "Time before a lagging follower leaves the ISR."),
+    ConfigKey("auto.leader.rebalance.enable", _parse_bool, True,
+              "Move leadership back to preferred replicas when a broker's leaders are imbalanced."),
+    ConfigKey("leader.imbalance.check.interval.seconds", int, 300,
+              "How often the controller checks the leader imbalance.", minimum=1),
+    ConfigKey("leader.imbalance.per.broker.percentage", int, 10,
+              "The share of a broker's preferred partitions led elsewhere that triggers a rebalance.", minimum=0),
     ConfigKey("unclean.leader.election.enable", _parse_bool, False,
               "Elect a replica outside the ISR as leader when no ISR member lives (data may be lost).",
               topic_name="unclean.leader.election.enable"),
@@ -293,6 +299,9 @@ class BrokerConfig:
     log_message_timestamp_after_max_ms: int = LONG_MAX
     log_preallocate: bool = False
     unclean_leader_election_enable: bool = False
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_seconds: int = 300
+    leader_imbalance_per_broker_percentage: int = 10
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30000
     producer_id_expiration_ms: int = 86_400_000

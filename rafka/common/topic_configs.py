@@ -109,9 +109,10 @@ BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
         "listeners", "advertised.listeners", "log.dirs", "zookeeper.connect", "log.message.timestamp.type",
         "rack", "broker.rack")},
     **{name: ConfigType.BOOLEAN for name in ("auto.create.topics.enable", "log.cleaner.enable", "log.preallocate",
-                                             "unclean.leader.election.enable")},
+                                             "unclean.leader.election.enable", "auto.leader.rebalance.enable")},
     **{name: ConfigType.INT for name in (
         "broker.id", "zookeeper.session.timeout.ms", "num.partitions", "default.replication.factor",
+        "leader.imbalance.per.broker.percentage",
         "message.max.bytes", "log.segment.bytes", "log.index.interval.bytes", "log.index.size.max.bytes",
         "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
         "log.cleaner.threads", "log.cleaner.io.buffer.size", "min.insync.replicas", "producer.id.expiration.ms",
@@ -122,6 +123,7 @@ BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
         *COARSE_UNIT_DEFAULTS)},
     "offsets.topic.replication.factor": ConfigType.SHORT,
     **{name: ConfigType.LONG for name in (
+        "leader.imbalance.check.interval.seconds",
         "log.flush.interval.messages", "log.flush.interval.ms", "log.flush.scheduler.interval.ms", "log.roll.ms",
         "log.roll.jitter.ms", "log.retention.ms", "log.retention.bytes", "log.retention.check.interval.ms",
         "log.segment.delete.delay.ms", "log.cleaner.dedupe.buffer.size", "log.cleaner.backoff.ms",

@@ -142,3 +142,36 @@ def test_a_recovering_leader_keeps_a_single_member_isr():
     from rafka.coordinator.controller.election import alter_isr
     recovering = replace(st(1, 4, (1,), version=7), leader_recovery_state=LEADER_RECOVERY_RECOVERING)
     assert alter_isr(recovering, isr_request((1, 2)), (1, 2), {1, 2}, EPOCH) is ErrorCode.INVALID_REQUEST
+
+
+# ---- ElectLeaders and the auto rebalance ---------------------------------------------------
+from rafka.common.errors import ErrorCode  # noqa: E402
+from rafka.coordinator.controller.election import PREFERRED, UNCLEAN, elect_on_demand, imbalanced_partitions  # noqa: E402
+from rafka.coordinator.zk.zk_data import TopicAssignment  # noqa: E402
+
+
+def test_preferred_election_moves_leadership_to_the_first_replica_when_it_is_in_sync():
+    moved = elect_on_demand(PREFERRED, (1, 2, 3), st(2, 4, [2, 3, 1]), {1, 2, 3}, EPOCH)
+    assert (moved.leader, moved.leader_epoch, moved.isr) == (1, 5, (2, 3, 1))
+    assert elect_on_demand(PREFERRED, (1, 2, 3), st(1, 4, [1, 2]), {1, 2, 3}, EPOCH) is ErrorCode.ELECTION_NOT_NEEDED
+    assert elect_on_demand(PREFERRED, (1, 2, 3), st(2, 4, [2, 3]), {1, 2, 3}, EPOCH) \
+        is ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE          # not in the ISR
+    assert elect_on_demand(PREFERRED, (1, 2, 3), st(2, 4, [2, 3, 1]), {2, 3}, EPOCH) \
+        is ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE          # not live
+    assert elect_on_demand(PREFERRED, (1, 2), None, {1, 2}, EPOCH) is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_unclean_election_on_demand_only_for_a_partition_without_a_live_leader():
+    assert elect_on_demand(UNCLEAN, (1, 2), st(1, 3, [1]), {1, 2}, EPOCH) is ErrorCode.ELECTION_NOT_NEEDED
+    new = elect_on_demand(UNCLEAN, (1, 2), st(-1, 3, [1]), {2}, EPOCH)
+    assert (new.leader, new.isr, new.leader_epoch) == (2, (2,), 4)
+    assert elect_on_demand(UNCLEAN, (1, 2), st(-1, 3, [1]), set(), EPOCH) is ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+
+
+def test_auto_rebalance_moves_a_brokers_partitions_back_above_the_imbalance_share():
+    assignments = {"t": TopicAssignment("t", None, {0: (1, 2), 1: (1, 2), 2: (2, 1), 3: (1, 2)})}
+    states = {"t": {0: st(2, 1, [2, 1]), 1: st(1, 1, [1, 2]), 2: st(2, 1, [2, 1]), 3: st(2, 1, [2])}}
+    # broker 1 prefers 3 partitions and leads 1 of them: 2/3 elsewhere > 10%; partition 3's ISR lacks it.
+    assert imbalanced_partitions(assignments, states, {1, 2}, 10) == [("t", 0)]
+    assert imbalanced_partitions(assignments, states, {1, 2}, 70) == []
+    assert imbalanced_partitions(assignments, states, {2}, 10) == []   # a dead preferred leader is not waited for
