@@ -52,7 +52,7 @@ def test_a_broker_on_a_fresh_disk_with_an_old_id_re_replicates_its_partitions(ra
             future.result(60)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 5})
         for i in range(3000):
-            producer.produce(list(TOPICS)[i % 2], b"value-%d" % i, partition=i % 2)
+            producer.produce(list(TOPICS)[i % 2], b"value-%d" % i, partition=(i // 2) % 2)
         assert producer.flush(60) == 0
 
         def isr_full() -> bool:
@@ -109,7 +109,6 @@ def test_preferred_leaders_come_back_by_elect_leaders(rafka_cluster, tmp_path):
         cluster.restart_broker(victim)
         back = wait_until(isr_full, timeout_s=90, message="the broker back in every ISR")
         assert back[("pref", 0)][0] != victim   # not moved back on its own: auto rebalance is off
-        assert view[("pref", 0)][0] != victim   # not moved back on its own: auto rebalance is off
 
         wanted = [TopicPartition("pref", p) for p in range(3)]
         results = admin.elect_leaders(ElectionType.PREFERRED, wanted).result(60)

@@ -357,3 +357,23 @@ def test_unclean_leader_election_only_where_enabled(stores):
     assert Controller(1, store, unclean_leader_election=True)._unclean_allowed("clean")   # the broker's default
     store.set_topic_config("clean", {"unclean.leader.election.enable": "false"})
     assert not Controller(1, store, unclean_leader_election=True)._unclean_allowed("clean")
+
+
+def test_the_auto_rebalance_moves_leadership_back_to_the_preferred_replica(stores):
+    """auto.leader.rebalance.enable: a partition that prefers broker 1 but is led by broker 2
+    (after 1 came back) is moved back, fenced and conditional like every controller write."""
+    from rafka.coordinator.controller.controller import Controller
+
+    store = stores()
+    store.register_broker(reg(1))
+    stores().register_broker(reg(2, 9094))
+    controller = Controller(1, store)
+    store.create_topic(TopicAssignment("t", zd.new_kafka_uuid(), {0: (1, 2), 1: (2, 1)}), {})
+    controller.run_round("cluster")
+    state = store.partition_state("t", 0)
+    store.write_partition_state("t", 0, replace(state, leader=2, leader_epoch=state.leader_epoch + 1),
+                                state.zk_version, controller_epoch_zk_version=store.controller_epoch_zk_version)
+    assert controller.rebalance_leaders(10) == [("t", 0)]
+    assert store.partition_state("t", 0).leader == 1
+    assert store.partition_state("t", 0).leader_epoch == state.leader_epoch + 2
+    assert controller.rebalance_leaders(10) == []
