@@ -37,7 +37,7 @@ from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.common.metadata import ClusterMetadata
 from rafka.common.topic_configs import ConfigEntry
-from rafka.common.types import Endpoint
+from rafka.common.types import Endpoint, TopicPartition
 from rafka.coordinator.admin.admin_service import AdminService
 from rafka.coordinator.broker.death_watch import BrokerDeathWatch
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
@@ -406,8 +406,10 @@ class BrokerCoordinator:
         offline = {o.tp for o in self._reconciler.offline()}
         leaders = {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()}
         followers = {tp: (r.actor, r.socket) for tp, r in self._reconciler.followers().items()}
-        await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline), leaders,
-                                                    followers)
+        starting = {TopicPartition(name, info.partition) for name, info in _partitions(metadata)
+                    if info.leader == self._id} - set(leaders) - offline
+        await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline, starting),
+                                                    leaders, followers)
         self._metadata = metadata
         self._publications += 1
         self._metadata_changed.set()

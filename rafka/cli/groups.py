@@ -34,6 +34,12 @@ RETRIABLE_COORDINATOR_ERRORS = frozenset({ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
                                           ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 
 
+# Partition errors a client retries after looking the leader up again.
+RETRIABLE_PARTITION_ERRORS = frozenset({ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.LEADER_NOT_AVAILABLE,
+                                        ErrorCode.REPLICA_NOT_AVAILABLE, ErrorCode.KAFKA_STORAGE_ERROR,
+                                        ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH})
+
+
 class _Retriable(Exception):
     def __init__(self, code: int) -> None:
         super().__init__(code)
@@ -201,20 +207,41 @@ class GroupAdmin:
         return sorted((topic, p["partition_index"]) for p in t["partitions"])
 
     def offsets_at(self, partitions: list[tuple[str, int]], timestamp: int) -> dict[tuple[str, int], int]:
-        """ListOffsets for each partition at its leader: EARLIEST, LATEST or a time."""
-        meta = self._metadata(sorted({t for t, _ in partitions}))
-        brokers = {b["node_id"]: f"{b['host']}:{b['port']}" for b in meta["brokers"]}
-        leaders = {(t["name"], p["partition_index"]): p["leader_id"] for t in meta["topics"] for p in t["partitions"]}
-        out = {}
-        for tp in partitions:
-            body = self._conn(brokers[leaders[tp]]).request(LIST_OFFSETS, 7, {
-                "replica_id": -1, "isolation_level": 0, "topics": [{"name": tp[0], "partitions": [
-                    {"partition_index": tp[1], "current_leader_epoch": -1, "timestamp": timestamp}]}]})
-            p = body["topics"][0]["partitions"][0]
-            if p["error_code"] != 0:
-                raise GroupsError(f"ListOffsets of {tp[0]}-{tp[1]}: {ErrorCode(p['error_code']).name}")
-            out[tp] = p["offset"]
-        return out
+        """ListOffsets for each partition at its leader: EARLIEST, LATEST or a time. While a
+        partition has no leader or its leader is moving or still starting, its leader is looked
+        up again and asked again, with backoff, for up to the retry timeout, as Kafka's admin
+        client does."""
+        deadline = time.monotonic() + self._retry_timeout_s
+        backoff_s = 0.1
+        out: dict[tuple[str, int], int] = {}
+        while True:
+            meta = self._metadata(sorted({t for t, _ in partitions}))
+            brokers = {b["node_id"]: f"{b['host']}:{b['port']}" for b in meta["brokers"]}
+            leaders = {(t["name"], p["partition_index"]): p["leader_id"]
+                       for t in meta["topics"] for p in t["partitions"]}
+            retry: dict[tuple[str, int], int] = {}
+            for tp in (tp for tp in partitions if tp not in out):
+                leader = leaders.get(tp, -1)
+                if leader not in brokers:
+                    retry[tp] = ErrorCode.LEADER_NOT_AVAILABLE
+                    continue
+                body = self._conn(brokers[leader]).request(LIST_OFFSETS, 7, {
+                    "replica_id": -1, "isolation_level": 0, "topics": [{"name": tp[0], "partitions": [
+                        {"partition_index": tp[1], "current_leader_epoch": -1, "timestamp": timestamp}]}]})
+                p = body["topics"][0]["partitions"][0]
+                if p["error_code"] in RETRIABLE_PARTITION_ERRORS:
+                    retry[tp] = p["error_code"]
+                elif p["error_code"] != 0:
+                    raise GroupsError(f"ListOffsets of {tp[0]}-{tp[1]}: {ErrorCode(p['error_code']).name}")
+                else:
+                    out[tp] = p["offset"]
+            if not retry:
+                return out
+            if time.monotonic() + backoff_s > deadline:
+                (topic, partition), code = next(iter(retry.items()))
+                raise GroupsError(f"ListOffsets of {topic}-{partition}: {ErrorCode(code).name}")
+            time.sleep(backoff_s)
+            backoff_s = min(backoff_s * 2, 1.0)
 
     def commit(self, group: str, offsets: dict[tuple[str, int], int]) -> None:
         topics: dict[str, list[dict]] = {}

@@ -247,3 +247,10 @@ def test_a_replica_whose_process_dies_is_offline_and_started_again(parts):
         assert set(reconciler.leaders()) == {A0, A1} and reconciler.offline() == []
         assert launcher.started.count(A1) == 2
     run(scenario())
+
+
+def test_a_partition_whose_local_leader_still_starts_shows_no_leader_here_but_is_not_offline():
+    meta = metadata(a={0: (ME, 2), 1: (ME,)})
+    shown = rp.with_offline_replicas(meta, ME, set(), {A0})
+    assert (shown.partition("a", 0).leader, shown.partition("a", 0).offline_replicas) == (-1, ())
+    assert shown.partition("a", 1).leader == ME
