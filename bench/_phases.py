@@ -66,6 +66,14 @@ def run_phase(results: HasFailures, name: str, fn: Callable[[], T], timeout_s: f
 
 
 @contextlib.contextmanager
+def print_failures(results: HasFailures) -> None:
+    """The phases that failed, one line each (their tracebacks went to stderr)."""
+    if results.failures:
+        print("\nfailed phases (tracebacks on stderr):")
+        for name, error in results.failures.items():
+            print(f"  {name}: {error.splitlines()[0] if error else ''}")
+
+
 def stdout_to_stderr() -> Iterator[None]:
     """Send everything written to stdout (Ray's forwarded worker logs, child processes) to stderr.
 

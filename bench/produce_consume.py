@@ -43,7 +43,7 @@ import _machine
 import _procmem
 import _rafka
 import _tansu
-from _phases import log, run_phase, size_label, stdout_to_stderr
+from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
 from _results import MIB, MemoryResult, Results, Row, WorkloadSummary, render_table
 
 RECORD_SIZES = (100, 1024)
@@ -290,10 +290,7 @@ def print_report(results: Results, output: str) -> None:
     print(measurements_text(results))
     print()
     print(render_table(rows))
-    if results.failures:
-        print("\nfailed phases (tracebacks on stderr):")
-        for name, error in results.failures.items():
-            print(f"  {name}: {error.splitlines()[0] if error else ''}")
+    print_failures(results)
 
 
 # -- command line ------------------------------------------------------------------------

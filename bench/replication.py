@@ -56,7 +56,7 @@ sys.path.append(str(Path(__file__).resolve().parent.parent))  # for tools.failov
 
 import _kafka
 from _kafka import PhaseError
-from _phases import log, run_phase, size_label, stdout_to_stderr
+from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
 from _results import MB, Row, render_table
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
@@ -578,10 +578,7 @@ def print_report(results: Results, output: str) -> None:
     print(measurements_text(results))
     print()
     print(render_table(rows, headers=("target", "measured", "against", "ratio", "target", "met?")))
-    if results.failures:
-        print("\nfailed phases (tracebacks on stderr):")
-        for name, error in results.failures.items():
-            print(f"  {name}: {error.splitlines()[0] if error else ''}")
+    print_failures(results)
 
 
 # -- command line ------------------------------------------------------------------------

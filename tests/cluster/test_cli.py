@@ -6,12 +6,12 @@ import os
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 from kazoo.client import KazooClient
 
 from rafka.cli.state import pid_alive
+from tests.cluster.test_crash_restart import assert_read_back
 from tests.waiting import wait_until
 
 RAFKA = [sys.executable, "-m", "rafka.cli.main"]
@@ -110,7 +110,7 @@ def test_broker_stop_and_start_take_one_broker_down_and_back_from_the_command_li
     broker on a 3-broker cluster with an RF=3 topic: every record produced with acks=all
     before, during and after reads back, each restarted broker rejoins every ISR on its own
     port, and `rafka down` leaves no process of the cluster behind."""
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     config = tmp_path / "server.properties"
@@ -197,18 +197,7 @@ def test_broker_stop_and_start_take_one_broker_down_and_back_from_the_command_li
         assert start.stdout.strip() == f"Started broker 2 at {state['brokers']['2']}."
         wait_isr_full("broker 2 back in every ISR")
 
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "broker-cli-check",
-                             "enable.auto.commit": False, "log_level": 3})
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        seen: dict[tuple[int, int], bytes] = {}
-        deadline = time.monotonic() + 60
-        while len(seen) < len(acked) and time.monotonic() < deadline:
-            for m in consumer.consume(1000, timeout=0.5):
-                assert m.error() is None, m.error()
-                seen[(m.partition(), m.offset())] = m.value()
-        consumer.close()
-        missing = {k: v for k, v in acked.items() if seen.get(k) != v}
-        assert not missing, f"{len(missing)} acknowledged records lost, e.g. {list(missing.items())[:3]}"
+        assert_read_back(bootstrap, topic, partitions, acked, "broker-cli-check")
 
         cluster = process_tree(pid)
         assert len(cluster) > 10   # driver, ZooKeeper, Ray, and 3 brokers' actors (two restarted)

@@ -55,8 +55,27 @@ def kill_9(pid: int) -> None:
     wait_until(lambda: not group_members(pid), timeout_s=30, message="every process of the group gone")
 
 
+def assert_read_back(bootstrap: str, topic: str, partitions: int, acked: dict[tuple[int, int], bytes],
+                     group: str) -> None:
+    """Every acknowledged record, (partition, offset) -> value, reads back from `topic`."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "log_level": 3})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    seen: dict[tuple[int, int], bytes] = {}
+    deadline = time.monotonic() + 60
+    while len(seen) < len(acked) and time.monotonic() < deadline:
+        for m in consumer.consume(1000, timeout=0.5):
+            assert m.error() is None, m.error()
+            seen[(m.partition(), m.offset())] = m.value()
+    consumer.close()
+    missing = {k: v for k, v in acked.items() if seen.get(k) != v}
+    assert not missing, f"{len(missing)} acknowledged records lost, e.g. {list(missing.items())[:3]}"
+
+
 def test_acknowledged_records_survive_kill_9_and_restart(tmp_path):
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
     data_dir, port = str(tmp_path / "rafka"), free_port()
@@ -79,18 +98,7 @@ def test_acknowledged_records_survive_kill_9_and_restart(tmp_path):
 
         kill_9(pid)
         _, pid = up_detached(data_dir, port)
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "crash-check",
-                             "enable.auto.commit": False})
-        consumer.assign([TopicPartition("crash", p, 0) for p in range(3)])
-        seen: dict[tuple[int, int], bytes] = {}
-        deadline = time.monotonic() + 60
-        while len(seen) < len(acked) and time.monotonic() < deadline:
-            for m in consumer.consume(1000, timeout=0.5):
-                assert m.error() is None, m.error()
-                seen[(m.partition(), m.offset())] = m.value()
-        consumer.close()
-        missing = {k: v for k, v in acked.items() if seen.get(k) != v}
-        assert not missing, f"{len(missing)} acknowledged records lost, e.g. {list(missing.items())[:3]}"
+        assert_read_back(bootstrap, "crash", 3, acked, "crash-check")
     finally:
         rafka("down", "--data-dir", data_dir)
         if group_members(pid):
