@@ -111,7 +111,7 @@ class AckedProducer:
         while not self._stop.is_set():
             due = started + n / self._rate
             if time.monotonic() < due:
-                self._producer.poll(min(0.05, due - time.monotonic()))
+                self._producer.poll(min(0.05, max(0.0, due - time.monotonic())))   # a negative timeout waits for ever
                 continue
             try:
                 self._producer.produce(self.topic, b"record-%08d" % n, key=b"k%d" % (n % 97),
