@@ -78,22 +78,24 @@ def kill_processes(pids: dict[str, int], namespace: str, node_id: str, timeout_s
     deadline = time.monotonic() + timeout_s
     alive = set(pids)
     while alive:
-        alive = {name for name in alive if _named_actor_alive(name, namespace)}
+        alive = {name for name in alive if named_actor_alive(name, namespace)}
         if alive and time.monotonic() > deadline:
             raise TimeoutError(f"actors still alive {timeout_s:.0f} s after kill -9: {sorted(alive)}")
         if alive:
             time.sleep(0.1)
 
 
-def _named_actor_alive(name: str, namespace: str) -> bool:
-    """Whether the named actor still answers. A dead actor's name stays taken while anyone
-    holds a handle to it, so the handle taken here is dropped before returning."""
+def named_actor_alive(name: str, namespace: str, timeout_s: float = 1.0) -> bool:
+    """Whether the named actor exists and is not dead. One that exists but does not answer
+    within `timeout_s` (busy) counts as alive: only a dead process proves anything. A dead
+    actor's name can outlive it (for a moment, or while its owner holds a handle), and the
+    handle taken here is dropped before returning, so it does not hold the name itself."""
     try:
         actor = ray.get_actor(name, namespace=namespace)
     except ValueError:
         return False
     try:
-        ray.get(actor.__ray_ready__.remote(), timeout=1.0)
+        ray.get(actor.__ray_ready__.remote(), timeout=timeout_s)
     except ray.exceptions.GetTimeoutError:
         return True
     except ray.exceptions.RayActorError:

@@ -26,7 +26,7 @@ import asyncio
 import logging
 import os
 import time
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 import ray
 
@@ -211,6 +211,10 @@ class BrokerCoordinator:
         expire it the way ZooKeeper's own tests do (another client joins the session and
         closes it)."""
         return self._zk.client.client_id
+
+    async def processes(self) -> dict:
+        """This broker's node and the pids of its actors: what kill -9 of the broker needs."""
+        return {"node_id": self._node_id, "pids": await self.replica_pids()}
 
     async def replica_pids(self) -> dict[str, int]:
         """Process ids of this broker's actors (coordinator, front end, replicas), by actor name."""
@@ -445,45 +449,48 @@ class BrokerCoordinator:
                             ) -> dict[tuple[str, int], ErrorCode]:
         """ElectLeaders: the controller (this broker's, or the one the metadata names) elects,
         and the new leaders then reach every broker. The outcome per partition."""
-        controller = self._controller
-        if controller is not None and controller.is_active:
+        async def here(controller: Controller) -> dict[tuple[str, int], ErrorCode]:
             outcome = await asyncio.to_thread(controller.elect_leaders, election_type, partitions)
             if any(code == ErrorCode.NONE for code in outcome.values()):
                 self._wake.set()
             return outcome
-        controller_id = self._metadata.controller_id
+
         failed = {tp: ErrorCode.NOT_CONTROLLER for tp in partitions or ()}
-        if controller_id < 0 or controller_id == self._id:
-            return failed
-        try:
-            target = await asyncio.to_thread(ray.get_actor, coordinator_name(controller_id), self._namespace)
-            return await asyncio.wait_for(target.elect_leaders.remote(election_type, partitions),
-                                          CONTROL_CALL_TIMEOUT_S)
-        except Exception as e:  # noqa: BLE001 - the controller moved or died: the client retries
-            self._log.info("could not reach controller %d for a leader election: %r", controller_id, e)
-            return failed
+        return await self._on_controller("a leader election", here,
+                                          lambda c: c.elect_leaders.remote(election_type, partitions), failed)
 
     # -- ISR changes (AlterPartition) ------------------------------------------------
     async def alter_isr(self, request: AlterIsr) -> tuple[ErrorCode, tuple[int, ...] | None, int]:
         """A local leader replica's ISR change: the controller (this broker's, or the one the
         metadata names) decides and writes it; the new metadata then reaches every broker.
         Returns (error, the ISR in force, its partition epoch)."""
-        controller = self._controller
-        if controller is not None and controller.is_active:
+        async def here(controller: Controller) -> tuple[ErrorCode, tuple[int, ...] | None, int]:
             decided = await asyncio.to_thread(controller.alter_isr, request)
             if isinstance(decided, ErrorCode):
                 return decided, None, -1
             self._wake.set()   # a controller round sends the new ISR to every broker
             return ErrorCode.NONE, decided.isr, decided.zk_version
+
+        return await self._on_controller("an ISR change", here, lambda c: c.alter_isr.remote(request),
+                                          (ErrorCode.NOT_CONTROLLER, None, -1))
+
+    async def _on_controller(self, what: str, here: Callable[[Controller], Awaitable[Any]],
+                             remote: Callable[[Any], Any], not_controller: Any) -> Any:
+        """Run a controller request: `here` when this broker is the controller, else `remote`
+        on the coordinator of the controller the metadata names, bounded in time.
+        `not_controller` when there is none, or it moved or died (the caller retries)."""
+        controller = self._controller
+        if controller is not None and controller.is_active:
+            return await here(controller)
         controller_id = self._metadata.controller_id
         if controller_id < 0 or controller_id == self._id:
-            return ErrorCode.NOT_CONTROLLER, None, -1
+            return not_controller
         try:
             target = await asyncio.to_thread(ray.get_actor, coordinator_name(controller_id), self._namespace)
-            return await asyncio.wait_for(target.alter_isr.remote(request), CONTROL_CALL_TIMEOUT_S)
-        except Exception as e:  # noqa: BLE001 - the controller moved or died: the replica retries
-            self._log.info("could not reach controller %d for an ISR change: %r", controller_id, e)
-            return ErrorCode.NOT_CONTROLLER, None, -1
+            return await asyncio.wait_for(remote(target), CONTROL_CALL_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - the controller moved or died: the caller retries
+            self._log.info("could not reach controller %d for %s: %r", controller_id, what, e)
+            return not_controller
 
     # -- topic configs ---------------------------------------------------------------
     async def _topic_config(self, topic: str) -> LogConfig:

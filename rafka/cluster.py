@@ -17,7 +17,7 @@ from typing import Any
 
 from rafka.actors import ray_env  # sets Ray's loopback environment before ray is imported
 from rafka.actors.naming import DEFAULT_NAMESPACE, coordinator_name
-from rafka.actors.supervisor import kill_processes, start_service, stop_service
+from rafka.actors.supervisor import kill_processes, named_actor_alive, start_service, stop_service
 from rafka.common.config import BrokerConfig
 from rafka.common.types import Endpoint
 
@@ -49,21 +49,8 @@ def find_broker(namespace: str, broker_id: int) -> Any | None:
 
 
 def broker_running(namespace: str, broker_id: int, timeout_s: float = 10.0) -> bool:
-    """Whether `broker_id`'s coordinator exists and answers within `timeout_s`. A dead actor's
-    name can outlive it: for a moment, or, for a non-detached actor, while its owner holds a
-    handle to it."""
-    actor = find_broker(namespace, broker_id)
-    if actor is None:
-        return False
-    ray = ray_env.ray
-    try:
-        ray.get(actor.__ray_ready__.remote(), timeout=timeout_s)
-    except ray.exceptions.RayActorError:
-        return False
-    except ray.exceptions.GetTimeoutError:
-        log.warning("broker %d exists but does not answer in %.0f s", broker_id, timeout_s)
-        return True
-    return True
+    """Whether `broker_id`'s coordinator exists and is not dead (`named_actor_alive`)."""
+    return named_actor_alive(coordinator_name(broker_id), namespace, timeout_s)
 
 
 def await_broker_released(namespace: str, broker_id: int, timeout_s: float = 10.0) -> bool:
@@ -87,10 +74,9 @@ def kill_broker(namespace: str, broker_id: int, timeout_s: float = 30.0) -> dict
     actor = find_broker(namespace, broker_id)
     if actor is None:
         raise LookupError(f"broker {broker_id} is not running")
-    ray = ray_env.ray
-    node_id = ray.get(actor.status.remote(), timeout=timeout_s)["node_id"]
-    pids = ray.get(actor.replica_pids.remote(), timeout=timeout_s)
-    kill_processes(pids, namespace, node_id, timeout_s)
+    processes = ray_env.ray.get(actor.processes.remote(), timeout=timeout_s)
+    pids = processes["pids"]
+    kill_processes(pids, namespace, processes["node_id"], timeout_s)
     log.info("killed broker %d: %d processes", broker_id, len(pids))
     return pids
 
