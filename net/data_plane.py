@@ -82,14 +82,26 @@ class ReplicaChannel:
 
     def _submit(self, parts: list, decode: Callable[[memoryview], Any]) -> asyncio.Future:
         """Queue one request (in call order) and return the future of its answer."""
-        request_id = next(self._ids) & 0xFFFFFFFF
+        return self._submit_numbered(parts, decode)[1]
+
+    def _submit_numbered(self, parts: list, decode: Callable[[memoryview], Any]) -> tuple[int, asyncio.Future]:
+        """`_submit`, with the request's id (to release it if it parks)."""
+        request_id = (next(self._ids) & 0xFFFFFFFF) or (next(self._ids) & 0xFFFFFFFF)   # 0 is no request
         future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (future, decode)
+        self._queue(request_id, parts)
+        return request_id, future
+
+    def _queue(self, request_id: int, parts: list) -> None:
         length = 4 + sum(len(p) for p in parts)
         self._outbox.append([dc.FRAME_HEAD.pack(length, request_id), *parts])
         if self._sender is None or self._sender.done():
             self._sender = asyncio.ensure_future(self._send())
-        return future
+
+    def release(self, request_id: int) -> None:
+        """End the wait of parked read `request_id` now: it answers with what the replica has."""
+        if request_id in self._pending:
+            self._queue(0, [dc.encode_release(request_id)])
 
     async def _send(self) -> None:
         """Write queued requests in order; one sender at a time per channel."""
@@ -151,24 +163,40 @@ class ReplicaChannel:
     def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> Awaitable[FetchResult]:
         """Whole batches from `fetch_offset` up to `max_bytes`; with `max_wait_ms`, an empty
         answer first waits that long for an append. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
+        return self.start_read(fetch_offset, max_bytes, max_wait_ms).answer
+
+    def start_read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> "PendingRead":
+        """`read`, as a `PendingRead` whose wait can be ended early."""
         window = self._windows.pop(fetch_offset, None)
         if window is not None:
             result = self._read_window(window, fetch_offset, max_bytes)
             if result is not None:
                 done = asyncio.get_running_loop().create_future()
                 done.set_result(result)
-                return done
-        return self._read_result(self._submit([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)],
-                                              dc.decode_fetch_result))
+                return PendingRead(done, self, 0)
+        request_id, future = self._submit_numbered([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)],
+                                                   dc.decode_fetch_result)
+        return PendingRead(asyncio.ensure_future(self._read_result(future)), self, request_id)
 
     async def replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
                            max_wait_ms: int = 0) -> FetchResult:
         """A follower's fetch (Fetch with a replica id): batches up to the leader's log end,
         and the note that `follower` has everything before `fetch_offset`. No windows: a
         follower's read moves the high watermark, so the replica must see each one."""
+        return await self.start_replica_read(follower, leader_epoch, fetch_offset, max_bytes, max_wait_ms).answer
+
+    def start_replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
+                           max_wait_ms: int = 0) -> "PendingRead":
+        """`replica_read`, as a `PendingRead` whose wait can be ended early."""
+        request_id, future = self._submit_numbered(
+            [dc.encode_replica_read(follower, leader_epoch, fetch_offset, max_bytes, max_wait_ms)],
+            dc.decode_fetch_result)
+        return PendingRead(asyncio.ensure_future(self._lost_as_not_leader(future)), self, request_id)
+
+    @staticmethod
+    async def _lost_as_not_leader(future: asyncio.Future) -> FetchResult:
         try:
-            return await self._submit([dc.encode_replica_read(follower, leader_epoch, fetch_offset, max_bytes,
-                                                              max_wait_ms)], dc.decode_fetch_result)
+            return await future
         except (ConnectionError, OSError):
             return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
@@ -253,3 +281,51 @@ class ReplicaChannel:
     def close(self) -> None:
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
+
+
+@dataclass(frozen=True)
+class PendingRead:
+    """A read under way at a replica: its answer, and while it may be parked waiting for data,
+    `release()` makes the replica answer it now (request id 0: answered without the replica)."""
+
+    answer: asyncio.Future
+    channel: ReplicaChannel
+    request_id: int
+
+    def release(self) -> None:
+        if self.request_id and not self.answer.done():
+            self.channel.release(self.request_id)
+
+
+async def await_fetch(reads: list[PendingRead], min_bytes: int, max_wait_ms: int,
+                      complete_now: bool = False) -> list[FetchResult]:
+    """The answers of a fetch's partition reads, as Kafka's DelayedFetch completes a fetch:
+    once the reads that answered hold `min_bytes` (at least one byte) between them, one
+    answered with an error, every read has answered, `complete_now` (another partition of
+    the fetch has an error) or `max_wait_ms` passed. The reads still parked then are
+    released, so they answer at once with what their replica has; none stays parked behind
+    the answer (a follower's stale read would otherwise note an old fetch offset later)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_wait_ms / 1000
+    waiting = {r.answer for r in reads}
+    ready = 0
+    while waiting and not complete_now:
+        done = {f for f in waiting if f.done()}
+        if not done:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            done, _ = await asyncio.wait(waiting, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                break
+        waiting -= done
+        for f in done:
+            result = f.result()
+            ready += result.size
+            complete_now = complete_now or result.error is not ErrorCode.NONE
+        if ready >= max(min_bytes, 1):
+            break
+    for r in reads:
+        r.release()
+    return list(await asyncio.gather(*(r.answer for r in reads)))
+

@@ -18,6 +18,7 @@ from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.common.metadata import ClusterMetadata
 from rafka.net.auto_create import TopicAutoCreator
 from rafka.net.config_handlers import CONFIG_APIS, ConfigApis
+from rafka.net.data_plane import await_fetch
 from rafka.net.group_handlers import GROUP_APIS, UNKNOWN_AUTHORIZED_OPERATIONS, GroupApis, RequestContext
 from rafka.net.protocol import apis, codec
 from rafka.net.replication_handlers import REPLICATION_APIS, ReplicationApis
@@ -266,17 +267,21 @@ class RequestDispatcher:
                 err, channel = self._leader_channel(name, p["partition"])
                 wanted.append((name, p, err, channel))
         replica_id = body["replica_state"]["replica_id"] if version >= 15 else body.get("replica_id", -1)
+        # Kafka answers at once when a partition of the fetch has an error (DelayedFetch).
+        complete_now = any(err is not ErrorCode.NONE for _, _, err, _ in wanted)
+        if complete_now:
+            max_wait_ms = 0
         if replica_id >= 0:  # a follower's fetch: up to the log end, moving the high watermark
-            return self._fetch_response(version, wanted, await self._replica_read_all(replica_id, wanted, max_wait_ms),
-                                        max_bytes)
-        results = await self._read_all(wanted, 0)
-        if max_wait_ms > 0 and sum(r.size for r in results if r) < max(min_bytes, 1) and any(
-                channel is not None for *_, channel in wanted):
-            waits = [asyncio.ensure_future(channel.read(p["fetch_offset"], p["partition_max_bytes"], max_wait_ms))
-                     for _, p, err, channel in wanted if channel is not None]
-            await asyncio.wait(waits, timeout=max_wait_ms / 1000, return_when=asyncio.FIRST_COMPLETED)
-            results = await self._read_all(wanted, 0)
-        return self._fetch_response(version, wanted, results, max_bytes)
+            reads = [channel.start_replica_read(replica_id, p.get("current_leader_epoch", -1), p["fetch_offset"],
+                                                p["partition_max_bytes"], max_wait_ms)
+                     if channel is not None else None for _, p, _, channel in wanted]
+        else:
+            reads = [channel.start_read(p["fetch_offset"], p["partition_max_bytes"], max_wait_ms)
+                     if channel is not None else None for _, p, _, channel in wanted]
+        started = [r for r in reads if r is not None]
+        answers = iter(await await_fetch(started, min_bytes, max_wait_ms, complete_now))
+        return self._fetch_response(version, wanted, [next(answers) if r is not None else None for r in reads],
+                                    max_bytes)
 
     @staticmethod
     def _fetch_response(version: int, wanted: list, results: list[FetchResult | None], max_bytes: int) -> dict:
@@ -302,25 +307,6 @@ class RequestDispatcher:
             responses.setdefault(name, []).append(entry)
         return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
                 "responses": [{"topic": t, "partitions": ps} for t, ps in responses.items()]}
-
-    @staticmethod
-    async def _replica_read_all(replica_id: int, wanted: list, max_wait_ms: int) -> list[FetchResult | None]:
-        """A follower's fetch of each partition, one replica read each. The first answer with
-        data ends the wait of the others (they are answered with what they have then)."""
-        calls = [channel.replica_read(replica_id, p.get("current_leader_epoch", -1), p["fetch_offset"],
-                                      p["partition_max_bytes"], max_wait_ms)
-                 if channel is not None else None for _, p, _, channel in wanted]
-        results = await asyncio.gather(*[c for c in calls if c is not None])
-        it = iter(results)
-        return [next(it) if c is not None else None for c in calls]
-
-    @staticmethod
-    async def _read_all(wanted: list, max_wait_ms: int) -> list[FetchResult | None]:
-        calls = [channel.read(p["fetch_offset"], p["partition_max_bytes"], max_wait_ms)
-                 if channel is not None else None for _, p, _, channel in wanted]
-        results = await asyncio.gather(*[c for c in calls if c is not None])
-        it = iter(results)
-        return [next(it) if c is not None else None for c in calls]
 
     # -- ListOffsets -----------------------------------------------------------
     async def _list_offsets(self, version: int, body: dict) -> dict:

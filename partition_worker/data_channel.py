@@ -8,7 +8,8 @@ metadata); the socket carries only appends and reads.
 Frames, both directions: `u32 length | u32 request id | body`. Requests start with an
 op byte. Answers carry the id of their request and may come out of order (a parked
 read must not hold up an append), so the caller matches them by id. Appends on one
-connection are applied in the order they were sent. Pure functions only: no sockets.
+connection are applied in the order they were sent. A RELEASE ends the wait of a parked
+read at once; it has no answer of its own, and a read already answered ignores it. Pure functions only: no sockets.
 """
 from __future__ import annotations
 
@@ -25,10 +26,12 @@ OP_APPEND = 1
 OP_READ = 2
 OP_REPLICA_READ = 3   # a follower's fetch, served by the leader up to its log end
 OP_FOLLOWER_APPEND = 4  # batches fetched from the leader, appended by a follower as they are
+OP_RELEASE = 5        # end the wait of a parked read now (it answers under its own id); no answer
 
 FRAME_HEAD = struct.Struct(">II")            # length (of what follows), request id
 _APPEND_HEAD = struct.Struct(">BbII")        # op, acks, timeout ms (acks=all), number of record sets
 _U32 = struct.Struct(">I")
+_RELEASE = struct.Struct(">BI")              # op, request id of the parked read
 _READ = struct.Struct(">BqiI")               # op, fetch offset, max bytes, max wait ms
 _REPLICA_READ = struct.Struct(">BiiqiI")     # op, follower broker, its leader epoch, fetch offset, max bytes,
 #                                              max wait ms
@@ -149,6 +152,18 @@ def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int) -> bytes:
 def decode_read(body: memoryview) -> tuple[int, int, int]:
     _, offset, max_bytes, max_wait_ms = _READ.unpack_from(body, 0)
     return offset, max_bytes, max_wait_ms
+
+
+def encode_release(request_id: int) -> bytes:
+    """Ask the replica to answer the parked read `request_id` now, with what it has: a fetch
+    over several partitions is answered once one of them has data (Kafka's DelayedFetch),
+    and the reads of the others must not stay parked behind it."""
+    return _RELEASE.pack(OP_RELEASE, request_id)
+
+
+def decode_release(body: memoryview) -> int:
+    _, request_id = _RELEASE.unpack_from(body, 0)
+    return request_id
 
 
 def encode_replica_read(follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,

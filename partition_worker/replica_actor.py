@@ -272,6 +272,7 @@ class PartitionReplica:
         # about as much as the read itself.
         protocol = FramedProtocol(dc.FRAME_HEAD.size, dc.frame_body_length, lambda head, body: None,
                                   reuse_buffer=True)
+        parked: dict[int, asyncio.Event] = {}   # request id -> its release, for reads waiting for data
 
         def on_frame(head: bytes, body: bytearray) -> None:
             if self._closed.is_set():   # stopped (its topic deleted, or the broker stopping): the
@@ -301,8 +302,13 @@ class PartitionReplica:
                     else:  # nothing to read yet: park until an append or the deadline
                         read_again = (lambda o=offset, m=max_bytes: self._read_now(o, m)) if view[0] == dc.OP_READ \
                             else (lambda f=follower, e=epoch, o=offset, m=max_bytes: self.replica_read(f, e, o, m))
+                        parked[request_id] = asyncio.Event()
                         asyncio.ensure_future(self._answer_parked_read(protocol, request_id, read_again,
-                                                                       max_wait_ms, result))
+                                                                       max_wait_ms, result, parked))
+                elif view[0] == dc.OP_RELEASE:
+                    released = parked.get(dc.decode_release(view))
+                    if released is not None:   # (already answered: nothing to do)
+                        released.set()
                 elif view[0] == dc.OP_FOLLOWER_APPEND:
                     hw, log_start, records = dc.decode_follower_append(view)
                     answer = dc.encode_follower_result(self.append_as_follower(records, hw, log_start))
@@ -324,8 +330,12 @@ class PartitionReplica:
             dc.widen_socket_buffers(protocol.transport.get_extra_info("socket"))
 
     async def _answer_parked_read(self, protocol: FramedProtocol, request_id: int,
-                                  read_again: Callable[[], FetchResult], max_wait_ms: int, empty: FetchResult) -> None:
-        result = await self._wait_for_data(read_again, max_wait_ms, empty)
+                                  read_again: Callable[[], FetchResult], max_wait_ms: int, empty: FetchResult,
+                                  parked: dict[int, asyncio.Event]) -> None:
+        try:
+            result = await self._wait_for_data(read_again, max_wait_ms, empty, parked[request_id])
+        finally:
+            parked.pop(request_id, None)
         if self._closed.is_set() and protocol.transport is not None:
             protocol.transport.close()
         elif protocol.transport is not None and not protocol.transport.is_closing():
@@ -441,23 +451,29 @@ class PartitionReplica:
         return await self._wait_for_data(lambda: self._read_now(fetch_offset, max_bytes), max_wait_ms, result)
 
     async def _wait_for_data(self, read_again: Callable[[], FetchResult], max_wait_ms: int,
-                             result: FetchResult) -> FetchResult:
+                             result: FetchResult, released: asyncio.Event | None = None) -> FetchResult:
         """After the empty `result`, read again at each append (or high watermark move) until
-        data comes or `max_wait_ms` passes."""
+        data comes, `max_wait_ms` passes or `released` is set (the front end answers the fetch:
+        another of its partitions had data)."""
         deadline = time.monotonic() + max_wait_ms / 1000
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return result
-            event = self._appended
+            if released is not None and released.is_set():
+                return read_again()
+            waits = [asyncio.ensure_future(self._appended.wait())]
+            if released is not None:
+                waits.append(asyncio.ensure_future(released.wait()))
             try:
-                await asyncio.wait_for(event.wait(), remaining)
-            except asyncio.TimeoutError:
-                pass
+                await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
             if self._closed.is_set():
                 return result   # closed meanwhile: the caller closes the connection
             result = read_again()
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or (released is not None and released.is_set()):
                 return result
             if result.regions or result.error is not ErrorCode.NONE:
                 return result

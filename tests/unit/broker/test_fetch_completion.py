@@ -1,0 +1,105 @@
+"""A fetch over several partitions completes as Kafka's DelayedFetch does (`await_fetch`), against
+real replicas on their Unix sockets (no Ray): once the partitions that answered hold min_bytes,
+not when every partition has data or its wait ran out; the reads still parked are released, so
+none answers later behind the fetch's back."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rafka.common.errors import ErrorCode
+from rafka.common.types import TopicPartition
+from rafka.net.data_plane import ReplicaChannel, await_fetch
+from rafka.partition_worker.replica_actor import PartitionReplica
+from rafka.partition_worker.replica_state import LeaderAndIsr
+from tests.unit.broker.test_replica_channel import BATCH_BYTES, CONFIG, batch
+
+LEADER, FOLLOWER = 1, 2
+LONG_WAIT_MS = 60_000      # far longer than any of these tests may take: a fetch that waits it out fails
+PROMPTLY_S = 10.0
+
+
+def run_with_leaders(short_dir: Path, scenario, partitions: int = 2, isr: tuple[int, ...] = (LEADER,)) -> None:
+    """Run `scenario(replicas, channels)` with broker 1 leading partitions 0..n-1 of topic t,
+    broker 2 an assigned follower (in the ISR only where `isr` says)."""
+    async def main() -> None:
+        replicas, channels = [], []
+        for p in range(partitions):
+            sock = str(short_dir / f"{p}.sock")
+            replica = PartitionReplica(LEADER, TopicPartition("t", p), str(short_dir / "logs"), CONFIG, sock)
+            assert replica.become(LeaderAndIsr(LEADER, 3, isr, (LEADER, FOLLOWER), 1)) is ErrorCode.NONE
+            await replica.ready()
+            replicas.append(replica)
+            channels.append(ReplicaChannel(None, sock))
+        try:
+            await scenario(replicas, channels)
+        finally:
+            for channel in channels:
+                channel.close()
+            for replica in replicas:
+                replica.close()
+    asyncio.run(main())
+
+
+async def append_soon(channel: ReplicaChannel, count: int = 1) -> None:
+    await asyncio.sleep(0.05)   # the fetch is parked by now (ordering only; nothing waits on this time)
+    for _ in range(count):
+        assert (await channel.append(batch(), 1)).error is ErrorCode.NONE
+
+
+def test_a_follower_fetch_answers_when_one_partition_has_data_not_when_all_do(short_dir):
+    async def scenario(replicas, channels):
+        reads = [c.start_replica_read(FOLLOWER, 3, 0, 1 << 20, LONG_WAIT_MS) for c in channels]
+        writer = asyncio.ensure_future(append_soon(channels[1]))
+        idle, busy = await asyncio.wait_for(await_fetch(reads, 1, LONG_WAIT_MS), PROMPTLY_S)
+        await writer
+        assert (idle.error, idle.regions) == (ErrorCode.NONE, ())
+        assert busy.size == BATCH_BYTES and busy.next_offset == 3
+        assert all(r.answer.done() for r in reads)   # the idle partition's read was released, not left parked
+    run_with_leaders(short_dir, scenario)
+
+
+def test_a_released_follower_read_never_answers_again_with_its_old_offset(short_dir):
+    """The follower has offsets 0-2 of partition 0 and fetches at 3; once that fetch is
+    answered, a later append must not make the leader think the follower went back."""
+    async def scenario(replicas, channels):
+        await append_soon(channels[0])
+        first = await channels[0].replica_read(FOLLOWER, 3, 0, 1 << 20, 0)
+        assert first.next_offset == 3
+        reads = [c.start_replica_read(FOLLOWER, 3, o, 1 << 20, LONG_WAIT_MS) for c, o in zip(channels, (3, 0))]
+        writer = asyncio.ensure_future(append_soon(channels[1]))
+        await asyncio.wait_for(await_fetch(reads, 1, LONG_WAIT_MS), PROMPTLY_S)
+        await writer
+        assert (await channels[0].replica_read(FOLLOWER, 3, 3, 1 << 20, 0)).error is ErrorCode.NONE
+        await append_soon(channels[0])                 # would wake a stale read at offset 0 if one were parked
+        assert replicas[0]._state.followers[FOLLOWER].log_end_offset == 3
+    run_with_leaders(short_dir, scenario, isr=(LEADER, FOLLOWER))
+
+
+def test_a_consumer_fetch_waits_until_min_bytes_have_come_from_its_partitions(short_dir):
+    async def scenario(replicas, channels):
+        reads = [c.start_read(0, 1 << 20, LONG_WAIT_MS) for c in channels]
+        fetch = asyncio.ensure_future(await_fetch(reads, 2 * BATCH_BYTES - 1, LONG_WAIT_MS))
+        await append_soon(channels[0])                 # one batch: fewer than min_bytes
+        await asyncio.sleep(0.05)
+        assert not fetch.done()
+        await append_soon(channels[1])                 # the second batch reaches min_bytes
+        first, second = await asyncio.wait_for(fetch, PROMPTLY_S)
+        assert first.size == second.size == BATCH_BYTES
+    run_with_leaders(short_dir, scenario)
+
+
+def test_a_fetch_with_a_failed_partition_answers_at_once(short_dir):
+    async def scenario(replicas, channels):
+        reads = [c.start_read(0, 1 << 20, LONG_WAIT_MS) for c in channels]
+        answers = await asyncio.wait_for(await_fetch(reads, 1, LONG_WAIT_MS, complete_now=True), PROMPTLY_S)
+        assert [a.regions for a in answers] == [(), ()]
+    run_with_leaders(short_dir, scenario)
+
+
+def test_a_fetch_whose_partitions_stay_empty_answers_after_max_wait(short_dir):
+    async def scenario(replicas, channels):
+        reads = [c.start_read(0, 1 << 20, 50) for c in channels]
+        answers = await asyncio.wait_for(await_fetch(reads, 1, 50), PROMPTLY_S)
+        assert [(a.error, a.regions) for a in answers] == [(ErrorCode.NONE, ())] * 2
+    run_with_leaders(short_dir, scenario)
