@@ -74,6 +74,7 @@ def print_failures(results: HasFailures) -> None:
             print(f"  {name}: {error.splitlines()[0] if error else ''}")
 
 
+@contextlib.contextmanager
 def stdout_to_stderr() -> Iterator[None]:
     """Send everything written to stdout (Ray's forwarded worker logs, child processes) to stderr.
 

@@ -21,6 +21,9 @@ after it):
      that moved (the latest of them when several moved); beside it, when Metadata first named
      the new leader, when every partition (moved or not) had acknowledged a record produced
      after the kill, and how long the restarted broker took to rejoin every ISR;
+  4. memory: the PSS of each replica process of an RF=3 topic after 20,000 acks=all records
+     of 1 KiB, by role (leader or follower), beside each broker's front end and coordinator
+     (issue 22 asks that followers cost no more than one actor per replica);
 and prints the figures, then a table of the issue's targets (issue 22):
   - acks=all RF=3 produce rate >= 0.5x acks=1 RF=1 (Kafka's 2014 benchmark on three machines,
     100 B records, one producer thread: 421,823 rec/s with 3x synchronous replication against
@@ -55,9 +58,10 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # Ray on 127.0.
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # for tools.failover_drill
 
 import _kafka
+import _procmem
 from _kafka import PhaseError
 from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
-from _results import MB, Row, render_table
+from _results import MB, MIB, Row, render_table
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
@@ -181,6 +185,7 @@ class Results:
     failures: dict[str, str] = field(default_factory=dict)
     load_average: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # "start"/"end"
     settings: dict[str, Any] = field(default_factory=dict)
+    memory_mib: dict[str, list[float]] = field(default_factory=dict)  # role -> PSS of each process, MiB
 
     def summary(self, case: str, record_size: int) -> CaseSummary | None:
         runs = tuple(r for r in self.runs if r.case == case and r.record_size == record_size)
@@ -208,6 +213,7 @@ class Results:
             "summaries": [summary(s) for s in summaries(self)],
             "failovers": [failover(f) for f in self.failovers],
             "failover_failed_deliveries": self.failover_errors,
+            "memory_pss_mib": self.memory_mib,
             "cores": os.cpu_count(),
             "load_average": self.load_average,
             "failures": self.failures,
@@ -501,6 +507,54 @@ def failover_phase(results: Results, cluster: Any, rate_per_s: int) -> None:
     run_phase(results, "failover", run, 2 * 3 * STEP_TIMEOUT_S + 120)
 
 
+# -- memory ------------------------------------------------------------------------------
+
+MEMORY_RECORDS = 20_000
+MEMORY_ROLES = ("leader replica", "follower replica", "front end", "coordinator")
+
+
+def memory_phase(results: Results, cluster: Any) -> None:
+    """PSS of every process of the brokers, by role, with an RF=3 topic that has taken data."""
+    from rafka.actors.naming import parse_actor_name
+    from rafka.actors import ray_env
+
+    def run() -> None:
+        bootstrap = cluster.bootstrap_servers
+        with fresh_topic(bootstrap, "bench-repl-memory", BROKERS) as topic:
+            produce_run(bootstrap, topic, ("memory", "all", BROKERS), 1024, MEMORY_RECORDS)
+            admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+            wait_until(lambda: isr_full(admin, topic, BROKERS), STEP_TIMEOUT_S, message=f"{topic}: every ISR full")
+            led = leaders(admin, topic)
+            by_role: dict[str, list[float]] = {role: [] for role in MEMORY_ROLES}
+            for broker_id, handle in cluster.brokers.items():
+                pids = ray_env.ray.get(handle.actor.replica_pids.remote(), timeout=30)
+                for name, pid in pids.items():
+                    actor = parse_actor_name(name)
+                    if actor.kind == "replica":
+                        if actor.tp.topic != topic:
+                            continue
+                        role = "leader replica" if led.get(actor.tp.partition) == broker_id else "follower replica"
+                    else:
+                        role = "front end" if actor.kind == "frontend" else "coordinator"
+                    by_role[role].append(_procmem.pss_bytes(pid) / MIB)
+            results.memory_mib = by_role
+            log("  " + "; ".join(f"{role} {statistics.median(v):.1f} MiB" for role, v in by_role.items() if v))
+
+    run_phase(results, "memory by role (PSS)", run, 2 * STEP_TIMEOUT_S + 120)
+
+
+def memory_text(results: Results) -> list[str]:
+    if not results.memory_mib:
+        return []
+    lines = [f"memory (PSS of each process after {MEMORY_RECORDS:,} acks=all records of 1 KiB to an RF={BROKERS}"
+             f" topic of {PARTITIONS} partitions; median [min-max]):"]
+    for role, values in results.memory_mib.items():
+        if values:
+            lines.append(f"  {role:<17} {statistics.median(values):6.1f} MiB [{min(values):.1f}-{max(values):.1f}]"
+                         f" over {len(values)} processes")
+    return lines
+
+
 def fmt_s(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds:.2f} s"
 
@@ -559,6 +613,7 @@ def measurements_text(results: Results) -> str:
                      f" {fmt_s(f.rejoin_s)} after restart_broker")
     if results.failover_errors:
         lines.append(f"  failed deliveries meanwhile: {results.failover_errors}")
+    lines.extend(memory_text(results))
     lines.append("limits:")
     if results.load_average:
         load = ", ".join(f"{k} {v[0]:.1f}" for k, v in results.load_average.items())
@@ -596,7 +651,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="runs of each produce case; the figures show the median and range (default 1)")
     parser.add_argument("--failover-rate", type=int, default=DEFAULT_FAILOVER_RATE,
                         help=f"records/s of the producer during failover (default {DEFAULT_FAILOVER_RATE:,})")
-    parser.add_argument("--only", choices=("throughput", "failover"), help="run only these phases")
+    parser.add_argument("--only", choices=("throughput", "failover", "memory"), help="run only this phase")
     parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format (default text)")
     parser.add_argument("--data-dir", type=Path,
                         help="where the brokers and ZooKeeper keep their data (default: a fresh temporary"
@@ -629,9 +684,11 @@ def main(argv: list[str] | None = None) -> int:
         if cluster is not None:
             stack.callback(lambda: run_phase(results, "stop the cluster", cluster.stop, 120))
             log(f"  serving at {cluster.bootstrap_servers}")
-            if args.only != "failover":
+            if args.only in (None, "throughput"):
                 throughput_phases(results, cluster.bootstrap_servers, records, args.repeat)
-            if args.only != "throughput":
+            if args.only in (None, "memory"):
+                memory_phase(results, cluster)
+            if args.only in (None, "failover"):
                 failover_phase(results, cluster, args.failover_rate)
     results.load_average["end"] = os.getloadavg()
     log(f"finished in {time.perf_counter() - started:.0f} s")

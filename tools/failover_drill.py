@@ -280,14 +280,18 @@ def main() -> int:
 
     from rafka.cluster import Cluster
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from _phases import stdout_to_stderr
+
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="rafka-drill-"))
     print(f"starting {BROKERS} brokers in {data_dir}...", file=sys.stderr)
-    cluster = Cluster(data_dir, brokers=BROKERS, first_port=0, config=drill_config()).start()
-    try:
-        result = run_drill(cluster, args.cycles, partitions=args.partitions, rate_per_s=args.rate,
-                           progress=lambda line: print(line, file=sys.stderr, flush=True))
-    finally:
-        cluster.stop()
+    with stdout_to_stderr():   # Ray forwards its workers' logs to stdout: keep stdout for the result
+        cluster = Cluster(data_dir, brokers=BROKERS, first_port=0, config=drill_config()).start()
+        try:
+            result = run_drill(cluster, args.cycles, partitions=args.partitions, rate_per_s=args.rate,
+                               progress=lambda line: print(line, file=sys.stderr, flush=True))
+        finally:
+            cluster.stop()
     result.problems += compare_replica_logs(data_dir, args.partitions)
     failovers = sorted(c.failover_s for c in result.cycles)
     rejoins = sorted(c.rejoin_s for c in result.cycles)
