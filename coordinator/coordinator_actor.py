@@ -13,6 +13,9 @@ It holds no decisions of its own. It owns, and drives from its timers and ZooKee
   election do not wait for the dead broker's ZooKeeper session to expire;
 - `ReplicaReconciler` (coordinator/broker/): moves this broker's replicas toward the
   metadata it receives, one isolated step per partition;
+- `OfflineReplicaReport` (coordinator/broker/): keeps the reconciler's offline replicas (dead
+  or failing to start) in ZooKeeper for the controller, which moves leadership off them and
+  takes them out of the ISR until they run again;
 - `AdminService` (coordinator/admin/): the topic admin APIs its front end forwards;
 - `LogMaintenance` (coordinator/broker/): checkpoint files and the log cleaner's rounds.
 
@@ -41,6 +44,7 @@ from rafka.common.types import Endpoint, TopicPartition
 from rafka.coordinator.admin.admin_service import AdminService
 from rafka.coordinator.broker.death_watch import BrokerDeathWatch
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
+from rafka.coordinator.broker.offline_report import REPORT_TIMEOUT_S, OfflineReplicaReport
 from rafka.coordinator.broker.reconciler import ReplicaReconciler
 from rafka.coordinator.broker.replica_launcher import RayReplicaLauncher
 from rafka.coordinator.broker.replica_plan import with_offline_replicas
@@ -88,6 +92,7 @@ class BrokerCoordinator:
                                          coordinator=coordinator_name(self._id)),
             self._maintenance, self._topic_config, self._log, on_replica_lost=self._replica_lost)
         self._death_watch = BrokerDeathWatch(self._id, namespace, self._broker_died, self._log)
+        self._offline_report: OfflineReplicaReport | None = None
         self._stopped = asyncio.Event()
         self._registration: BrokerRegistration | None = None
         self._session_lost = False
@@ -125,6 +130,11 @@ class BrokerCoordinator:
         self._endpoint = advertised
         registration = BrokerRegistration(self._id, (advertised,), self._config.rack_id)
         self._registration = registration
+        # A previous incarnation's report of offline replicas goes before this one is live.
+        self._offline_report = OfflineReplicaReport(self._id, self._zk, self._log)
+        self._offline_report.report(())
+        if not await self._offline_report.settled(2 * REPORT_TIMEOUT_S):
+            self._log.warning("could not clear this broker's offline replica report yet; still trying")
         await asyncio.to_thread(self._zk.register_broker, registration, self._stale_wait_s)
         self._zk.on_session_state(lambda state: self._loop.call_soon_threadsafe(self._session_changed, state))
         self._log.info("registered at /brokers/ids/%d with endpoint %s (cluster %s)",
@@ -132,6 +142,8 @@ class BrokerCoordinator:
         for watch in (self._zk.watch_controller, self._zk.watch_brokers, self._zk.watch_topics,
                       self._zk.watch_delete_topics):
             watch(self._threadsafe(self._wake.set))
+        wake = self._threadsafe(self._wake.set)
+        self._zk.watch_log_dir_events(lambda events: wake() if events else None)   # not when they are taken
         self._zk.watch_config_changes(self._threadsafe(lambda: asyncio.ensure_future(self._apply_topic_configs())))
         self._tasks = [asyncio.create_task(self._run_controller()), asyncio.create_task(self._checkpoint_periodically())]
         if self._config.log_cleaner_enable and self._config.log_cleaner_threads > 0:
@@ -151,6 +163,8 @@ class BrokerCoordinator:
         self._stopping = True
         self._stopped.set()
         self._death_watch.stop()
+        if self._offline_report is not None:
+            self._offline_report.stop()
         for task in self._tasks:
             task.cancel()
         if self._retry is not None:
@@ -382,6 +396,7 @@ class BrokerCoordinator:
         under way, the front end is handed its local leaders again once it is done."""
         publications = self._publications
         code = await self._reconciler.apply(metadata)
+        self._report_offline()
         if code != ErrorCode.NONE:
             return code
         if publish:
@@ -395,9 +410,16 @@ class BrokerCoordinator:
 
     async def _replica_lost(self) -> None:
         """A replica's process died: the front end stops serving it (offline) until the
-        reconciler's retry starts it again."""
+        reconciler's retry starts it again, and the controller is told, so that leadership
+        moves to a live ISR member and the replica leaves the ISR meanwhile."""
         if not self._stopping:
+            self._report_offline()
             await self._publish(self._metadata)
+
+    def _report_offline(self) -> None:
+        """Hand the reconciler's offline replicas to the report (written only if they changed)."""
+        if self._offline_report is not None and not self._stopping:
+            self._offline_report.report(o.tp for o in self._reconciler.offline())
 
     async def publish_metadata(self, metadata: ClusterMetadata) -> ErrorCode:
         """UpdateMetadata: hand the front end the metadata and its local leaders."""

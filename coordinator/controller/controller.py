@@ -4,7 +4,11 @@ Every broker runs one; at most one is *the* controller at a time, the broker who
 `/controller` node exists, with a `controller_epoch` strictly larger than any before it (a
 conditional update of `/controller_epoch`). While it holds the role, each round:
 1. finishes pending topic deletions (`/admin/delete_topics/<t>`: remove the topic's paths);
-2. elects leaders for partitions that are new or whose leader or ISR members died
+2. reads which replicas each live broker reports offline (`/brokers/offline_replicas/<id>`,
+   which a broker rewrites, then notes `/log_dir_event_notification`, whenever one of its
+   replica processes dies, fails to start or runs again: the notes only wake the controller,
+   which reads every report each round, so a controller that moves loses none) and elects
+   leaders for partitions that are new or whose leader or ISR members died or went offline
    (`election.elect_leaders`; a partition left without a live ISR member gets a replica
    outside the ISR only where `unclean.leader.election.enable` is true, for the topic or
    the broker) and writes each changed partition state conditionally on the
@@ -24,9 +28,10 @@ import logging
 from rafka.common.errors import ErrorCode, StaleControllerEpochError
 from rafka.common.metadata import ClusterMetadata
 from rafka.common.types import TopicPartition
-from rafka.coordinator.controller.election import (Campaign, alter_isr, build_metadata_snapshot, campaign,
-                                                   elect_leaders, elect_on_demand, imbalanced_partitions)
-from rafka.coordinator.zk.zk_data import NO_LEADER, PartitionState
+from rafka.coordinator.controller.election import (Campaign, OfflineReplicas, alter_isr, build_metadata_snapshot,
+                                                   campaign, elect_leaders, elect_on_demand, imbalanced_partitions,
+                                                   offline_by_partition, online_replicas)
+from rafka.coordinator.zk.zk_data import NO_LEADER, BrokerRegistration, PartitionState
 from rafka.coordinator.zk.zk_store import PartitionStateConflictError, ZkStore
 from rafka.partition_worker.messages import AlterIsr
 
@@ -41,6 +46,7 @@ class Controller:
         self._zk = zk
         self._unclean_default = unclean_leader_election
         self.epoch: int | None = None   # set while this broker is the controller
+        self._offline_seen: OfflineReplicas = {}   # the last round's, to log what changed
 
     @property
     def is_active(self) -> bool:
@@ -80,6 +86,18 @@ class Controller:
         assert epoch is not None
         brokers = zk.live_brokers()
         zk.take_isr_change_notifications()   # every round sends all states; the notes are consumed
+        # Consumed before the reports are read: a report written later comes with a new note.
+        for broker in sorted(zk.take_log_dir_event_notifications()):
+            state_change.info("[Controller id=%d epoch=%d] broker %d's offline replicas changed",
+                              self._id, epoch, broker)
+        offline = self._offline_replicas(brokers)
+        if offline != self._offline_seen:
+            for tp in sorted(set(offline) | set(self._offline_seen)):
+                now, before = offline.get(tp, frozenset()), self._offline_seen.get(tp, frozenset())
+                if now != before:
+                    state_change.info("[Controller id=%d epoch=%d] %s: replicas offline on live brokers %s -> %s",
+                                      self._id, epoch, tp, sorted(before), sorted(now))
+            self._offline_seen = offline
         for topic in zk.topics_marked_for_deletion():
             zk.remove_topic_paths(topic)
             state_change.info("[Controller id=%d epoch=%d] deleted topic %s", self._id, epoch, topic)
@@ -87,9 +105,10 @@ class Controller:
         all_states = {}
         for name, topic in topics.items():
             states = zk.partition_states(name)
-            changes = elect_leaders(topic, states, set(brokers), epoch)
+            changes = elect_leaders(topic, states, set(brokers), epoch, offline=offline)
             if any(s.leader == NO_LEADER for s in changes.values()) and self._unclean_allowed(name):
-                changes = elect_leaders(topic, states, set(brokers), epoch, unclean_leader_election=True)
+                changes = elect_leaders(topic, states, set(brokers), epoch, unclean_leader_election=True,
+                                        offline=offline)
             for p, state in changes.items():
                 old = states.get(p)
                 states[p] = zk.write_partition_state(name, p, state, None if old is None else old.zk_version,
@@ -97,7 +116,11 @@ class Controller:
                 state_change.info("[Controller id=%d epoch=%d] %s-%d leader=%d leader_epoch=%d isr=%s",
                                   self._id, epoch, name, p, state.leader, state.leader_epoch, list(state.isr))
             all_states[name] = states
-        return build_metadata_snapshot(cluster_id, self._id, epoch, brokers, topics, all_states)
+        return build_metadata_snapshot(cluster_id, self._id, epoch, brokers, topics, all_states, offline)
+
+    def _offline_replicas(self, brokers: dict[int, BrokerRegistration]) -> OfflineReplicas:
+        """The replicas the live `brokers` report offline, by partition."""
+        return offline_by_partition(self._zk.offline_replicas(brokers), brokers)
 
     def elect_leaders(self, election_type: int,
                       partitions: list[tuple[str, int]] | None) -> dict[tuple[str, int], ErrorCode]:
@@ -107,7 +130,8 @@ class Controller:
         next round sends the new leaders to every broker."""
         if self.epoch is None:
             return {tp: ErrorCode.NOT_CONTROLLER for tp in partitions or ()}
-        zk, live = self._zk, set(self._zk.live_brokers())
+        zk, brokers = self._zk, self._zk.live_brokers()
+        live, offline = set(brokers), self._offline_replicas(brokers)
         topics = zk.topics()
         wanted = partitions if partitions is not None else \
             [(t, p) for t, a in sorted(topics.items()) for p in sorted(a.partitions)]
@@ -116,7 +140,8 @@ class Controller:
             assignment = topics.get(topic)
             replicas = () if assignment is None else assignment.partitions.get(partition, ())
             current = zk.partition_state(topic, partition) if replicas else None
-            decided = elect_on_demand(election_type, replicas, current, live, self.epoch)
+            online = online_replicas(TopicPartition(topic, partition), live, offline)
+            decided = elect_on_demand(election_type, replicas, current, online, self.epoch)
             if isinstance(decided, ErrorCode):
                 outcome[(topic, partition)] = decided
                 continue
@@ -145,7 +170,9 @@ class Controller:
         zk = self._zk
         topics = zk.topics()
         states = {name: zk.partition_states(name) for name in topics}
-        moves = imbalanced_partitions(topics, states, set(zk.live_brokers()), imbalance_percentage)
+        brokers = zk.live_brokers()
+        moves = imbalanced_partitions(topics, states, set(brokers), imbalance_percentage,
+                                      self._offline_replicas(brokers))
         if not moves:
             return []
         outcome = self.elect_leaders(0, moves)
@@ -167,7 +194,10 @@ class Controller:
         assignment = zk.topic(request.topic)
         replicas = () if assignment is None else assignment.partitions.get(request.partition, ())
         current = zk.partition_state(request.topic, request.partition)
-        decided = alter_isr(current, request, replicas, set(zk.live_brokers()), self.epoch)
+        brokers = zk.live_brokers()   # a replica its broker reports offline cannot join the ISR either
+        online = online_replicas(TopicPartition(request.topic, request.partition), brokers,
+                                 self._offline_replicas(brokers))
+        decided = alter_isr(current, request, replicas, online, self.epoch)
         if isinstance(decided, ErrorCode) or decided is current:
             return decided
         try:

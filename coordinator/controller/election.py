@@ -14,6 +14,12 @@ Election follows Kafka 3.9's ZooKeeper-mode controller (`PartitionStateMachine` 
 - a partition whose leader lives but a follower died loses that follower from the ISR, and
   its leader_epoch goes up by one (`LeaderAndIsr.newLeaderAndIsr`, as the ZK controller's
   `removeReplicasFromIsr` does).
+A replica counts as live only if its broker is live *and* that broker has not reported it
+offline (Kafka's `isReplicaOnline`: a replica on a failed log dir; in rafka, a replica whose
+process died or cannot start): an offline leader loses leadership to a live ISR member, an
+offline follower leaves the ISR, and every broker's metadata lists it in `offline_replicas`.
+When it runs again it is live once more; it rejoins the ISR through its leader (AlterIsr),
+and leadership comes back through a preferred-leader election, as after a broker restart.
 Every changed state carries the caller's controller_epoch and the `zk_version` it was read
 at, so the write can be conditional.
 """
@@ -25,10 +31,34 @@ from typing import Collection, Mapping
 
 from rafka.common.errors import ErrorCode
 from rafka.common.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
-from rafka.common.types import INTERNAL_TOPICS
+from rafka.common.types import INTERNAL_TOPICS, TopicPartition
 from rafka.coordinator.zk.zk_data import (LEADER_RECOVERY_RECOVERING, NO_LEADER, ZERO_UUID, BrokerRegistration,
                                        PartitionState, TopicAssignment)
 from rafka.partition_worker.messages import AlterIsr
+
+
+# The brokers whose replica of a partition is offline although the broker lives, by partition.
+OfflineReplicas = Mapping[TopicPartition, frozenset[int]]
+
+
+def offline_by_partition(reports: Mapping[int, Collection[TopicPartition]],
+                         live_brokers: Collection[int]) -> dict[TopicPartition, frozenset[int]]:
+    """Turn the live brokers' reports (broker -> its offline replicas) around, by partition
+    (Kafka's `replicasOnOfflineDirs`). A dead broker's report does not count: all its
+    replicas are offline anyway, and it clears its report before it registers again."""
+    by_partition: dict[TopicPartition, set[int]] = {}
+    for broker, partitions in reports.items():
+        if broker in live_brokers:
+            for tp in partitions:
+                by_partition.setdefault(tp, set()).add(broker)
+    return {tp: frozenset(brokers) for tp, brokers in sorted(by_partition.items())}
+
+
+def online_replicas(tp: TopicPartition, live_brokers: Collection[int],
+                    offline: OfflineReplicas | None = None) -> frozenset[int]:
+    """The brokers whose replica of `tp` can lead or be in its ISR (Kafka's `isReplicaOnline`):
+    live, and not reporting that replica offline."""
+    return frozenset(live_brokers) - (offline or {}).get(tp, frozenset())
 
 
 def initial_partition_state(replicas: tuple[int, ...], live_brokers: Collection[int],
@@ -72,14 +102,17 @@ def _changed(state: PartitionState, leader: int, isr: tuple[int, ...], controlle
 
 
 def elect_leaders(assignment: TopicAssignment, states: Mapping[int, PartitionState], live_brokers: Collection[int],
-                  controller_epoch: int, *, unclean_leader_election: bool = False) -> dict[int, PartitionState]:
+                  controller_epoch: int, *, unclean_leader_election: bool = False,
+                  offline: OfflineReplicas | None = None) -> dict[int, PartitionState]:
     """New states of a topic's partitions that must change: partitions without a state are
-    initialised, the others re-elected after broker changes. Unchanged partitions are left out;
-    `zk_version` -1 in a result means "create", otherwise "set if still at that version"."""
+    initialised, the others re-elected after broker changes or replicas going `offline` on
+    live brokers. Unchanged partitions are left out; `zk_version` -1 in a result means
+    "create", otherwise "set if still at that version"."""
     live = frozenset(live_brokers)
     changes: dict[int, PartitionState] = {}
     for partition, replicas in sorted(assignment.partitions.items()):
-        new = elect_partition(replicas, states.get(partition), live, controller_epoch,
+        online = online_replicas(TopicPartition(assignment.topic, partition), live, offline)
+        new = elect_partition(replicas, states.get(partition), online, controller_epoch,
                               unclean_leader_election=unclean_leader_election)
         if new is not None:
             changes[partition] = new
@@ -132,23 +165,26 @@ def alter_isr(current: PartitionState | None, request: AlterIsr, replicas: tuple
 def build_metadata_snapshot(cluster_id: str, controller_id: int, controller_epoch: int,
                             brokers: Mapping[int, BrokerRegistration],
                             assignments: Mapping[str, TopicAssignment],
-                            states: Mapping[str, Mapping[int, PartitionState]]) -> ClusterMetadata:
+                            states: Mapping[str, Mapping[int, PartitionState]],
+                            offline: OfflineReplicas | None = None) -> ClusterMetadata:
     """Combine live brokers, assignments and partition states into what front ends serve
     (UpdateMetadata). A partition without a state shows leader -1 and leader_epoch -1;
-    replicas on dead brokers are `offline_replicas`. Brokers advertise their first endpoint."""
+    replicas on dead brokers, and those their live brokers report `offline`, are
+    `offline_replicas`. Brokers advertise their first endpoint."""
     topics: dict[str, TopicInfo] = {}
     for name, assignment in sorted(assignments.items()):
         topic_states = states.get(name, {})
         partitions = {}
         for p, replicas in sorted(assignment.partitions.items()):
             st = topic_states.get(p)
+            online = online_replicas(TopicPartition(name, p), brokers, offline)
             partitions[p] = PartitionInfo(
                 partition=p,
                 leader=st.leader if st else NO_LEADER,
                 leader_epoch=st.leader_epoch if st else -1,
                 replicas=tuple(replicas),
                 isr=tuple(st.isr) if st else (),
-                offline_replicas=tuple(r for r in replicas if r not in brokers),
+                offline_replicas=tuple(r for r in replicas if r not in online),
                 partition_epoch=st.zk_version if st else -1,
             )
         topics[name] = TopicInfo(name, assignment.topic_id or ZERO_UUID, partitions,
@@ -193,11 +229,11 @@ def elect_on_demand(election_type: int, replicas: tuple[int, ...], state: Partit
 
 def imbalanced_partitions(assignments: Mapping[str, TopicAssignment],
                           states: Mapping[str, Mapping[int, PartitionState]], live_brokers: Collection[int],
-                          imbalance_percentage: int) -> list[tuple[str, int]]:
+                          imbalance_percentage: int, offline: OfflineReplicas | None = None) -> list[tuple[str, int]]:
     """Partitions to move back to their preferred leader (Kafka's `checkAndTriggerAutoLeaderRebalance`):
     for each live broker, the partitions that prefer it but are led elsewhere, when their share
     of the partitions preferring it exceeds `leader.imbalance.per.broker.percentage`; only those
-    whose preferred replica is in the ISR can move."""
+    whose preferred replica is in the ISR and not `offline` can move."""
     live = frozenset(live_brokers)
     preferring: dict[int, list[tuple[str, int]]] = {}
     for topic, assignment in assignments.items():
@@ -211,5 +247,6 @@ def imbalanced_partitions(assignments: Mapping[str, TopicAssignment],
         elsewhere = [(t, p) for t, p in partitions
                      if (s := states.get(t, {}).get(p)) is not None and s.leader != broker]
         if len(elsewhere) * 100 > imbalance_percentage * len(partitions):
-            moves += [(t, p) for t, p in elsewhere if broker in states[t][p].isr]
+            moves += [(t, p) for t, p in elsewhere if broker in states[t][p].isr
+                      and broker in online_replicas(TopicPartition(t, p), live, offline)]
     return sorted(moves)

@@ -36,6 +36,9 @@ PREFERRED_REPLICA_ELECTION_PATH = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION_PATH = "/isr_change_notification"
 ISR_CHANGE_PREFIX = "isr_change_"
 LOG_DIR_EVENT_NOTIFICATION_PATH = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+# rafka's own: the replicas each broker reports offline (not Kafka's; see encode_offline_replicas)
+OFFLINE_REPLICAS_PATH = "/brokers/offline_replicas"
 LATEST_PRODUCER_ID_BLOCK_PATH = "/latest_producer_id_block"
 CONSUMERS_PATH = "/consumers"
 FEATURE_PATH = "/feature"
@@ -65,6 +68,10 @@ _METADATA_TOPIC_ID = uuid.UUID(int=1)  # Uuid.METADATA_TOPIC_ID, never handed ou
 
 def broker_path(broker_id: int) -> str:
     return f"{BROKER_IDS_PATH}/{broker_id}"
+
+
+def offline_replicas_path(broker_id: int) -> str:
+    return f"{OFFLINE_REPLICAS_PATH}/{broker_id}"
 
 
 def topic_path(topic: str) -> str:
@@ -363,9 +370,39 @@ def encode_isr_change(partitions: Iterable[TopicPartition]) -> bytes:
         {"topic": tp.topic, "partition": tp.partition} for tp in sorted(set(partitions))]})
 
 
-def decode_isr_change(data: bytes) -> set[TopicPartition]:
-    js = _loads(data, ISR_CHANGE_NOTIFICATION_PATH)
+def decode_isr_change(data: bytes, what: str = ISR_CHANGE_NOTIFICATION_PATH) -> set[TopicPartition]:
+    js = _loads(data, what)
     return {TopicPartition(str(p["topic"]), int(p["partition"])) for p in js.get("partitions", [])}
+
+
+# ---- /log_dir_event_notification/log_dir_event_<seq> -------------------------------------
+LOG_DIR_FAILURE_EVENT = 1    # Kafka's LogDirEventNotificationSequenceZNode.LogDirFailureEvent
+REPLICAS_ONLINE_EVENT = 2    # rafka's own: offline replicas of the broker run again (Kafka reads only "broker")
+
+
+def encode_log_dir_event(broker_id: int, event: int = LOG_DIR_FAILURE_EVENT) -> bytes:
+    """`{"version":1,"broker":1,"event":1}`: the broker's set of offline replicas changed; the
+    controller learns which (Kafka asks with LeaderAndIsr; rafka reads `/brokers/offline_replicas/<id>`)."""
+    return _dumps({"version": 1, "broker": broker_id, "event": event})
+
+
+def decode_log_dir_event(data: bytes) -> int:
+    """The broker a log dir event names (Kafka's decoder reads only that field)."""
+    return int(_loads(data, LOG_DIR_EVENT_NOTIFICATION_PATH)["broker"])
+
+
+# ---- /brokers/offline_replicas/<id> (rafka's own) ----------------------------------------
+# Kafka's broker tells the controller its replicas on failed log dirs in LeaderAndIsr
+# responses, and a failed dir stays failed until the broker restarts. A rafka replica is its
+# own process, which dies and comes back alone, so each broker keeps its current set of
+# offline replicas in this persistent znode, in the JSON of an ISR change notification; the
+# controller reads every live broker's at each round, so no report is lost when it moves.
+def encode_offline_replicas(partitions: Iterable[TopicPartition]) -> bytes:
+    return encode_isr_change(partitions)
+
+
+def decode_offline_replicas(data: bytes | None) -> frozenset[TopicPartition]:
+    return frozenset(decode_isr_change(data, OFFLINE_REPLICAS_PATH)) if data else frozenset()
 
 
 # ---- /latest_producer_id_block -----------------------------------------------------------

@@ -1,5 +1,5 @@
 """Watches on Kafka's ZooKeeper paths, as a mixin of `ZkStore`: brokers, topics, deletions,
-config changes, ISR change notifications and `/controller`.
+config changes, ISR change and log dir event notifications and `/controller`.
 
 Each helper calls its callback once at once and again on every change, on kazoo's event
 thread: callbacks must be short and hand work to their owner (the coordinator actor only
@@ -64,6 +64,10 @@ class ZkWatches:
     def watch_isr_changes(self, callback: Callable[[list[str]], None]) -> ZkWatch:
         """`callback(sorted isr_change_<seq> children)` now and on every change (kazoo thread)."""
         return self._watch_children(zd.ISR_CHANGE_NOTIFICATION_PATH, sorted, callback)
+
+    def watch_log_dir_events(self, callback: Callable[[list[str]], None]) -> ZkWatch:
+        """`callback(sorted log_dir_event_<seq> children)` now and on every change (kazoo thread)."""
+        return self._watch_children(zd.LOG_DIR_EVENT_NOTIFICATION_PATH, sorted, callback)
 
     def watch_controller(self, callback: Callable[[int | None], None]) -> ZkWatch:
         """`callback(controller broker id or None)` now and whenever `/controller` changes

@@ -377,3 +377,57 @@ def test_the_auto_rebalance_moves_leadership_back_to_the_preferred_replica(store
     assert store.partition_state("t", 0).leader == 1
     assert store.partition_state("t", 0).leader_epoch == state.leader_epoch + 2
     assert controller.rebalance_leaders(10) == []
+
+
+def test_replicas_a_live_broker_reports_offline_lose_leadership_and_isr_until_they_run_again(stores, zk_raw):
+    """Kafka's log dir failure, per replica: broker 2 reports its replica of t-1 (which it
+    leads) and of t-0 offline and notes a log dir event in Kafka's JSON; the controller moves
+    t-1's leadership to the next live ISR member, takes both out of the ISR, lists them as
+    offline, and refuses to let them back into an ISR. A controller elected after the note
+    was consumed still reads the report. Once broker 2 reports them running, they are live
+    again: the leader's ISR expansion takes them back."""
+    from rafka.common.errors import ErrorCode
+    from rafka.common.types import TopicPartition
+    from rafka.coordinator.controller.controller import Controller
+    from rafka.coordinator.zk.zk_store import ZnodeVersionConflictError
+    from rafka.partition_worker.messages import AlterIsr
+
+    store = stores()
+    store.register_broker(reg(1))
+    two, three = stores(), stores()
+    two.register_broker(reg(2, 9094))
+    three.register_broker(reg(3, 9095))
+    controller = Controller(1, store)
+    store.create_topic(TopicAssignment("t", zd.new_kafka_uuid(), {0: (1, 2, 3), 1: (2, 3, 1)}), {})
+    controller.run_round("cluster")
+    t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
+
+    version = two.write_offline_replicas(2, [t0, t1], -1, zd.LOG_DIR_FAILURE_EVENT, 5)
+    [note] = zk_raw.get_children(zd.LOG_DIR_EVENT_NOTIFICATION_PATH)
+    assert note.startswith("log_dir_event_")
+    assert json.loads(zk_raw.get(f"{zd.LOG_DIR_EVENT_NOTIFICATION_PATH}/{note}")[0]) == {
+        "version": 1, "broker": 2, "event": 1}
+    with pytest.raises(ZnodeVersionConflictError):   # a write at an old version is refused
+        two.write_offline_replicas(2, [], -1, zd.REPLICAS_ONLINE_EVENT, 5)
+    metadata = controller.run_round("cluster")
+    p0, p1 = metadata.topics["t"].partitions[0], metadata.topics["t"].partitions[1]
+    assert (p0.leader, p0.isr, p0.offline_replicas) == (1, (1, 3), (2,))
+    assert (p1.leader, p1.isr, p1.offline_replicas) == (3, (3, 1), (2,))
+    assert zk_raw.get_children(zd.LOG_DIR_EVENT_NOTIFICATION_PATH) == []   # consumed
+    state = store.partition_state("t", 0)
+    assert controller.alter_isr(AlterIsr("t", 0, 1, state.leader_epoch, (1, 2, 3), state.zk_version)) \
+        is ErrorCode.INELIGIBLE_REPLICA
+
+    controller.epoch = None                 # the controller moves: broker 3's reads the report anyway
+    store.resign_controller()
+    successor = Controller(3, three)
+    assert successor.run_round("cluster").topics["t"].partitions[1].offline_replicas == (2,)
+
+    two.write_offline_replicas(2, [], version, zd.REPLICAS_ONLINE_EVENT, 5)
+    metadata = successor.run_round("cluster")
+    p0, p1 = metadata.topics["t"].partitions[0], metadata.topics["t"].partitions[1]
+    assert (p0.leader, p0.isr, p0.offline_replicas) == (1, (1, 3), ())   # back through the leader, not here
+    assert (p1.leader, p1.isr, p1.offline_replicas) == (3, (3, 1), ())
+    assert two.read_offline_replicas(2, 5) == (frozenset(), version + 1)
+    written = successor.alter_isr(AlterIsr("t", 0, 1, state.leader_epoch, (1, 2, 3), state.zk_version))
+    assert written.isr == (1, 2, 3)

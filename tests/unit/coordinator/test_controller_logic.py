@@ -175,3 +175,71 @@ def test_auto_rebalance_moves_a_brokers_partitions_back_above_the_imbalance_shar
     assert imbalanced_partitions(assignments, states, {1, 2}, 10) == [("t", 0)]
     assert imbalanced_partitions(assignments, states, {1, 2}, 70) == []
     assert imbalanced_partitions(assignments, states, {2}, 10) == []   # a dead preferred leader is not waited for
+
+
+# ---- replicas offline on live brokers (Kafka's log dir failure; a dead replica process) ----
+from rafka.common.types import TopicPartition  # noqa: E402
+from rafka.coordinator.controller.election import offline_by_partition, online_replicas  # noqa: E402
+
+T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
+
+
+def test_reports_count_only_for_live_brokers_and_turn_around_by_partition():
+    reports = {1: {T0}, 2: {T0, T1}, 3: {T1}}
+    assert offline_by_partition(reports, {1, 2}) == {T0: frozenset({1, 2}), T1: frozenset({2})}
+    assert online_replicas(T0, {1, 2, 3}, offline_by_partition(reports, {1, 2, 3})) == {3}
+    assert online_replicas(T0, {1, 2}) == {1, 2}
+
+
+def test_an_offline_leader_replica_hands_leadership_to_the_next_live_isr_member():
+    a = TopicAssignment("t", new_kafka_uuid(), {0: (1, 2, 3), 1: (2, 3, 1)})
+    states = {0: st(1, 5, [1, 2, 3]), 1: st(2, 5, [2, 3, 1])}
+    changes = elect_leaders(a, states, {1, 2, 3}, EPOCH, offline={T0: frozenset({1})})
+    assert changes == {0: PartitionState(2, 6, (2, 3), EPOCH, zk_version=3)}   # t-1's replica on 1 runs
+
+
+def test_an_offline_follower_replica_leaves_the_isr():
+    a = TopicAssignment("t", new_kafka_uuid(), {0: (1, 2, 3)})
+    changes = elect_leaders(a, {0: st(1, 5, [1, 2, 3])}, {1, 2, 3}, EPOCH, offline={T0: frozenset({3})})
+    assert changes == {0: PartitionState(1, 6, (1, 2), EPOCH, zk_version=3)}
+
+
+def test_the_only_isr_member_offline_takes_the_partition_offline_unless_unclean_is_allowed():
+    a = TopicAssignment("t", new_kafka_uuid(), {0: (1, 2)})
+    offline = {T0: frozenset({1})}
+    states = {0: st(1, 5, [1])}
+    assert elect_leaders(a, states, {1, 2}, EPOCH, offline=offline) == {
+        0: PartitionState(NO_LEADER, 6, (1,), EPOCH, zk_version=3)}
+    unclean = elect_leaders(a, states, {1, 2}, EPOCH, offline=offline, unclean_leader_election=True)[0]
+    assert (unclean.leader, unclean.isr, unclean.leader_recovery_state) == (2, (2,), LEADER_RECOVERY_RECOVERING)
+
+
+def test_a_replica_running_again_leads_an_offline_partition_or_waits_for_its_leader_to_readmit_it():
+    a = TopicAssignment("t", new_kafka_uuid(), {0: (1, 2), 1: (1, 2)})
+    states = {0: st(NO_LEADER, 6, [1]), 1: st(2, 6, [2])}
+    # no report any more: t-0's last ISR member leads again; t-1's replica on 1 rejoins through its leader
+    assert elect_leaders(a, states, {1, 2}, EPOCH, offline={}) == {
+        0: PartitionState(1, 7, (1,), EPOCH, zk_version=3)}
+
+
+def test_metadata_lists_replicas_reported_offline_on_live_brokers():
+    a = TopicAssignment("t", new_kafka_uuid(), {0: (1, 2, 3), 1: (2, 3, 1)})
+    brokers = {b: BrokerRegistration(b, (Endpoint("PLAINTEXT", "127.0.0.1", 9090 + b),)) for b in (1, 2)}
+    snap = build_metadata_snapshot("cid", 1, EPOCH, brokers, {"t": a}, {"t": {0: st(2, 6, [2]), 1: st(2, 6, [2])}},
+                                   {T0: frozenset({1})})
+    assert snap.partition("t", 0).offline_replicas == (1, 3)   # 1 reported offline, 3's broker dead
+    assert snap.partition("t", 1).offline_replicas == (3,)
+
+
+def test_an_offline_replica_cannot_join_the_isr_nor_be_elected_preferred_leader():
+    from rafka.coordinator.controller.election import alter_isr
+    current = st(1, 4, (1, 2), version=7)
+    online = online_replicas(T0, {1, 2, 3}, {T0: frozenset({3})})
+    assert alter_isr(current, isr_request((1, 2, 3)), (1, 2, 3), online, EPOCH) is ErrorCode.INELIGIBLE_REPLICA
+    assert alter_isr(current, isr_request((1, 2, 3)), (1, 2, 3), {1, 2, 3}, EPOCH).isr == (1, 2, 3)
+    led_elsewhere = st(2, 4, [2, 1])
+    assert elect_on_demand(PREFERRED, (1, 2), led_elsewhere, online_replicas(T0, {1, 2}, {T0: frozenset({1})}),
+                           EPOCH) is ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+    assignments = {"t": TopicAssignment("t", None, {0: (1, 2)})}
+    assert imbalanced_partitions(assignments, {"t": {0: led_elsewhere}}, {1, 2}, 10) == [("t", 0)]
+    assert imbalanced_partitions(assignments, {"t": {0: led_elsewhere}}, {1, 2}, 10, {T0: frozenset({1})}) == []

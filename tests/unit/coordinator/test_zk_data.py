@@ -149,3 +149,13 @@ def test_garbage_is_refused_with_a_value_error():
         zd.decode_broker(0, b"not json")
     with pytest.raises(ValueError):
         zd.decode_topic("t", b"[1,2]")
+
+
+def test_log_dir_event_is_kafkas_json_and_offline_replicas_round_trip():
+    assert json.loads(zd.encode_log_dir_event(3)) == {"version": 1, "broker": 3, "event": 1}
+    assert zd.decode_log_dir_event(zd.encode_log_dir_event(3, zd.REPLICAS_ONLINE_EVENT)) == 3
+    assert zd.LOG_DIR_EVENT_NOTIFICATION_PATH + "/" + zd.LOG_DIR_EVENT_PREFIX == "/log_dir_event_notification/log_dir_event_"
+    tps = {TopicPartition("a", 0), TopicPartition("b", 3)}
+    assert zd.decode_offline_replicas(zd.encode_offline_replicas(tps)) == tps
+    assert zd.decode_offline_replicas(zd.encode_offline_replicas(())) == frozenset()
+    assert zd.offline_replicas_path(2) == "/brokers/offline_replicas/2"
