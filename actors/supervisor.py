@@ -3,7 +3,8 @@
 A service actor (a broker's `BrokerCoordinator`) is created under a name in the cluster's
 namespace, pinned to a node, and is not restarted by Ray (its owner decides). `start_service`
 waits for its `start()` and turns a failure into a `StartupError` carrying the actor's own
-reason; `stop_service` asks for a clean `shutdown()` and kills it; `kill_processes` is
+reason (`run_on_node` does the same for a task that must run on the node before the actor
+exists); `stop_service` asks for a clean `shutdown()` and kills it; `kill_processes` is
 kill -9 of a service's processes, for fault drills (`rafka broker stop --kill`). This module knows no
 actor class of rafka's: the caller passes it (ARCHITECTURE.md, "Who imports whom").
 """
@@ -37,16 +38,34 @@ def start_service(actor_class: type, name: str, namespace: str, *args: Any, node
         max_restarts=0, **lifetime, **pin_to_node(node_id or current_node_id())).remote(*args)
     try:
         info = ray.get(actor.start.remote(), timeout=timeout_s)
-    except ray.exceptions.RayTaskError as e:
+    except (ray.exceptions.RayTaskError, ray.exceptions.GetTimeoutError) as e:
         ray.kill(actor)
-        cause = e.cause if hasattr(e, "cause") else e
-        if isinstance(cause, StartupError):
-            raise StartupError(str(cause)) from None
-        raise StartupError(f"{label} failed to start: {cause}") from None
-    except ray.exceptions.GetTimeoutError:
-        ray.kill(actor)
-        raise StartupError(f"{label} did not start within {timeout_s:.0f} s") from None
+        raise _startup_error(e, label, timeout_s) from None
     return actor, info
+
+
+def run_on_node(function: Any, *args: Any, node_id: str | None = None, label: str = "",
+                timeout_s: float = 60.0) -> Any:
+    """`function(*args)` as a Ray task on `node_id` (this node by default): a step of starting
+    a service that needs that node's disks before any of its actors exist. StartupError with
+    the task's own reason when it fails or does not finish in time; never retried."""
+    task = ray.remote(num_cpus=0, max_retries=0)(function)
+    ref = task.options(**pin_to_node(node_id or current_node_id())).remote(*args)
+    try:
+        return ray.get(ref, timeout=timeout_s)
+    except (ray.exceptions.RayTaskError, ray.exceptions.GetTimeoutError) as e:
+        ray.cancel(ref, force=True)
+        raise _startup_error(e, label or getattr(function, "__name__", "task"), timeout_s) from None
+
+
+def _startup_error(e: Exception, label: str, timeout_s: float) -> StartupError:
+    """A failed or late start as a StartupError: the actor's or task's own StartupError as it is."""
+    if isinstance(e, ray.exceptions.GetTimeoutError):
+        return StartupError(f"{label} did not start within {timeout_s:.0f} s")
+    cause = e.cause if hasattr(e, "cause") else e
+    if isinstance(cause, StartupError):
+        return StartupError(str(cause))
+    return StartupError(f"{label} failed to start: {cause}")
 
 
 def stop_service(actor: Any, timeout_s: float = 60.0) -> None:

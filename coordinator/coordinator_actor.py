@@ -198,7 +198,7 @@ class BrokerCoordinator:
             pids = await asyncio.wait_for(self.replica_pids(), 10)
         except Exception as e:  # noqa: BLE001 - the front end is busy or gone: report without its pid
             pids = {"error": repr(e)}
-        return {"broker_id": me, "controller": controller,
+        return {"broker_id": me, "rack": self._config.rack_id, "controller": controller,
                 "controller_id": metadata.controller_id,
                 "controller_epoch": self._reconciler.controller_epoch, "cluster_id": self._cluster_id,
                 "endpoint": str(self._endpoint), "pid": os.getpid(), "node_id": self._node_id, "pids": pids,

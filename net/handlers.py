@@ -32,8 +32,10 @@ log = logging.getLogger(__name__)
 # API keys, from the registry of the protocol tables.
 API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS = (
     apis.API_VERSIONS.key, apis.METADATA.key, apis.PRODUCE.key, apis.FETCH.key, apis.LIST_OFFSETS.key)
-CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, INIT_PRODUCER_ID = (
-    apis.CREATE_TOPICS.key, apis.DELETE_TOPICS.key, apis.DELETE_RECORDS.key, apis.INIT_PRODUCER_ID.key)
+CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, INIT_PRODUCER_ID, DESCRIBE_CLUSTER = (
+    apis.CREATE_TOPICS.key, apis.DELETE_TOPICS.key, apis.DELETE_RECORDS.key, apis.INIT_PRODUCER_ID.key,
+    apis.DESCRIBE_CLUSTER.key)
+BROKER_ENDPOINT = 1  # DescribeCluster's EndpointType (KIP-919): 0 unknown, 1 broker, 2 controller
 NULL_UUID = uuid.UUID(int=0)
 
 
@@ -82,7 +84,7 @@ def _advertised_ranges() -> dict[int, tuple[int, int]]:
 
 
 IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS,
-               DELETE_RECORDS, INIT_PRODUCER_ID, *GROUP_APIS, *CONFIG_APIS, *REPLICATION_APIS)
+               DELETE_RECORDS, INIT_PRODUCER_ID, DESCRIBE_CLUSTER, *GROUP_APIS, *CONFIG_APIS, *REPLICATION_APIS)
 
 
 class RequestDispatcher:
@@ -102,6 +104,7 @@ class RequestDispatcher:
             DELETE_TOPICS: self._delete_topics,
             DELETE_RECORDS: self._delete_records,
             INIT_PRODUCER_ID: self._init_producer_id,
+            DESCRIBE_CLUSTER: self._describe_cluster,
         }
         # Group APIs also get who asked (client id, host): members are described with them.
         self._context_handlers = {**GroupApis(services).handlers(), **ConfigApis(services).handlers(),
@@ -194,6 +197,28 @@ class RequestDispatcher:
         return {"throttle_time_ms": 0, "brokers": brokers, "cluster_id": meta.cluster_id or None,
                 "controller_id": meta.controller_id, "topics": topics,
                 "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS}
+
+    # -- DescribeCluster ---------------------------------------------------------
+    async def _describe_cluster(self, version: int, body: dict) -> dict:
+        """The live brokers with their racks, the cluster id and the controller (Kafka's
+        `AuthHelper.computeDescribeClusterResponse`): a broker answers only for endpoint type
+        broker; a controller that is not among the live brokers is reported as -1."""
+        meta = self._services.metadata
+        endpoint_type = body.get("endpoint_type", BROKER_ENDPOINT)
+        answer = {"throttle_time_ms": 0, "error_code": ErrorCode.NONE, "error_message": None,
+                  "endpoint_type": BROKER_ENDPOINT, "cluster_id": "", "controller_id": -1, "brokers": [],
+                  "cluster_authorized_operations": UNKNOWN_AUTHORIZED_OPERATIONS}
+        if endpoint_type not in (BROKER_ENDPOINT, 2):
+            return {**answer, "error_code": ErrorCode.INVALID_REQUEST if version == 0
+                    else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE, "error_message": f"Unsupported endpoint type {endpoint_type}"}
+        if endpoint_type != BROKER_ENDPOINT:
+            return {**answer, "error_code": ErrorCode.INVALID_REQUEST if version == 0
+                    else ErrorCode.MISMATCHED_ENDPOINT_TYPE, "error_message":
+                    "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"}
+        brokers = [{"broker_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+                   for b in sorted(meta.brokers.values(), key=lambda b: b.broker_id)]
+        return {**answer, "cluster_id": meta.cluster_id, "brokers": brokers,
+                "controller_id": meta.controller_id if meta.controller_id in meta.brokers else -1}
 
     @staticmethod
     def _topic_error(name: str, code: ErrorCode) -> dict:

@@ -17,7 +17,7 @@ from typing import Any
 
 from rafka.actors import ray_env  # sets Ray's loopback environment before ray is imported
 from rafka.actors.naming import DEFAULT_NAMESPACE, coordinator_name
-from rafka.actors.supervisor import kill_processes, named_actor_alive, start_service, stop_service
+from rafka.actors.supervisor import kill_processes, named_actor_alive, run_on_node, start_service, stop_service
 from rafka.common.config import BrokerConfig
 from rafka.common.types import Endpoint
 
@@ -30,14 +30,29 @@ def start_broker(config: BrokerConfig, namespace: str, node_id: str | None = Non
                  stale_registration_wait_s: float = 0.0, timeout_s: float = 120.0,
                  detached: bool = False) -> tuple[Any, dict]:
     """Start one broker (its `BrokerCoordinator`, which starts the rest) and wait until it
-    serves; StartupError with the broker's own reason."""
+    serves; StartupError with the broker's own reason, InvalidConfigError for a broker.id
+    Kafka would refuse. broker.id=-1: the broker's id is resolved first, on its node
+    (`resolve_broker_id`), and its actors are named by that."""
     from rafka.actors.ray_env import current_node_id
     from rafka.coordinator.coordinator_actor import BrokerCoordinator
 
     node = node_id or current_node_id()
+    config.check_broker_id()
+    if config.broker_id < 0:
+        config = config.replace(broker_id=resolve_broker_id(config, node, timeout_s))
     return start_service(BrokerCoordinator, coordinator_name(config.broker_id), namespace,
                          config, namespace, node, stale_registration_wait_s,
                          node_id=node, label=f"broker {config.broker_id}", timeout_s=timeout_s, detached=detached)
+
+
+def resolve_broker_id(config: BrokerConfig, node_id: str, timeout_s: float = 60.0) -> int:
+    """The id a broker of `config` (broker.id=-1) starts under: the one in its log dirs'
+    meta.properties, else a new one from ZooKeeper (Kafka's getOrGenerateBrokerId). Runs as a
+    Ray task on `node_id`, where the log dirs are; StartupError when it cannot be had."""
+    from rafka.coordinator.broker import broker_id
+
+    return run_on_node(broker_id.resolve_broker_id, config, node_id=node_id, label="broker.id resolution",
+                       timeout_s=timeout_s)
 
 
 def find_broker(namespace: str, broker_id: int) -> Any | None:
@@ -109,11 +124,14 @@ def broker_status(namespace: str, broker_ids: list[int], timeout_s: float = 10.0
 
 class Cluster:
     """`brokers` brokers whose ids, ports and log dirs step from `config`'s (see the module's
-    docstring). `detached`: they are Ray detached actors, so that another driver (`rafka broker`)
-    can stop, kill and start them by name. A non-detached actor's name stays taken after its
-    death for as long as its owner (this driver) holds a handle, and a detached one outlives
-    the driver that made it (a broker started by a command that then exits). `stop()` stops
-    them either way, by name; a Ray this object started stops with everything on it."""
+    docstring). With broker.id=-1 in `config` each broker takes Kafka's id instead (its log
+    dirs' meta.properties, else 1001, 1002, ... from ZooKeeper); its log dir is then named
+    by its place in the cluster (`slot-<index>`), not by its id. `detached`: they are Ray
+    detached actors, so that another driver (`rafka broker`) can stop, kill and start them
+    by name. A non-detached actor's name stays taken after its death for as long as its owner
+    (this driver) holds a handle, and a detached one outlives the driver that made it (a
+    broker started by a command that then exits). `stop()` stops them either way, by name; a
+    Ray this object started stops with everything on it."""
 
     def __init__(self, data_dir: str | Path, brokers: int = 1, *, first_port: int = DEFAULT_FIRST_PORT,
                  config: BrokerConfig | None = None, namespace: str = DEFAULT_NAMESPACE,
@@ -155,9 +173,9 @@ class Cluster:
                      detached: bool = False, timeout_s: float = 120.0) -> BrokerHandle:
         actor, info = start_broker(config, self.namespace, stale_registration_wait_s=stale_registration_wait_s,
                                    timeout_s=timeout_s, detached=detached)
-        handle = BrokerHandle(config.broker_id, info["host"], info["port"], actor)
-        self.brokers[config.broker_id] = handle
-        self.ports[config.broker_id] = handle.port
+        handle = BrokerHandle(info["broker_id"], info["host"], info["port"], actor)
+        self.brokers[handle.broker_id] = handle
+        self.ports[handle.broker_id] = handle.port
         self.cluster_id = info["cluster_id"]
         return handle
 
@@ -199,7 +217,8 @@ class Cluster:
 
     def stop(self) -> None:
         first = self._base.broker_id
-        for broker_id in sorted(set(self.brokers) | set(range(first, first + self.broker_count)), reverse=True):
+        numbered = range(first, first + self.broker_count) if first >= 0 else ()
+        for broker_id in sorted(set(self.brokers) | set(numbered), reverse=True):
             self.stop_broker(broker_id)
         if self._started_ray:
             ray_env.ray.shutdown()
@@ -229,24 +248,40 @@ class Cluster:
     def restart_config(self, broker_id: int, port: int | None = None) -> BrokerConfig:
         """The config `restart_broker` starts `broker_id` with: the one it started with, on
         `port` or the port it had (`ports`; a broker of `first_port=0` had an ephemeral one)."""
-        config = self.broker_config(broker_id - self._base.broker_id)
+        config = self.broker_config(self._index_of(broker_id))
         port = port if port is not None else self.ports.get(broker_id)
         if port:
             host = Endpoint.parse(config.listeners[0]).host
             config = config.replace(listeners=(f"PLAINTEXT://{host}:{port}",))
         return config
 
+    def _index_of(self, broker_id: int) -> int:
+        """The place in the cluster of `broker_id`. A broker of a generated id is found by the
+        meta.properties in its slot's log dirs; LookupError when no slot holds it."""
+        if self._base.broker_id >= 0:
+            return broker_id - self._base.broker_id
+        from rafka.partition_worker.log_dirs import stored_broker_ids
+
+        slots = {int(p.name.removeprefix("slot-")) for p in self.data_dir.glob("slot-*")
+                 if p.name.removeprefix("slot-").isdigit()}
+        for index in sorted(slots | set(range(self.broker_count))):
+            if broker_id in stored_broker_ids(self.broker_config(index).log_dirs).values():
+                return index
+        raise LookupError(f"no log dir of this cluster holds broker {broker_id}'s meta.properties")
+
     def _broker_config(self, index: int, zk_connect: str) -> BrokerConfig:
-        """Broker `index`'s config: ids, ports and log dirs step from the base config."""
+        """Broker `index`'s config: ids, ports and log dirs step from the base config (a
+        broker.id of -1 stays -1: the broker resolves its own)."""
         base = self._base
-        broker_id = base.broker_id + index
+        broker_id = base.broker_id + index if base.broker_id >= 0 else base.broker_id
         explicit = base.listeners != BrokerConfig().listeners
         if explicit and self.broker_count == 1:
             listeners, log_dirs = base.listeners, base.log_dirs
         else:
             port = self.first_port + index if self.first_port else 0
             listeners = (f"PLAINTEXT://127.0.0.1:{port}",)
-            log_dirs = (str(self.data_dir / f"broker-{broker_id}" / "logs"),)
+            slot = f"broker-{broker_id}" if broker_id >= 0 else f"slot-{index}"
+            log_dirs = (str(self.data_dir / slot / "logs"),)
         if base.log_dirs != BrokerConfig().log_dirs and self.broker_count == 1:
             log_dirs = base.log_dirs
         return base.replace(broker_id=broker_id, listeners=listeners, log_dirs=log_dirs,

@@ -49,21 +49,24 @@ class AdminService:
 
     async def create_topics(self, specs: list[TopicSpec], validate_only: bool, timeout_ms: int) -> list[TopicResult]:
         zk = self._zk
-        brokers = sorted(await asyncio.to_thread(zk.live_brokers))
+        # Live brokers with their racks: placement is rack-aware when every one has a rack.
+        brokers = {b: reg.rack for b, reg in (await asyncio.to_thread(zk.live_brokers)).items()}
         existing = set(await asyncio.to_thread(zk.topic_names))
         results: list[TopicResult] = []
         created: list[str] = []
         for spec in specs:
             try:
                 result = plan_topic(self._config, spec, brokers, existing)
+                # Assigned even for validate_only, so that it refuses what creation would (Kafka's order).
+                replicas = topic_assignment(spec, brokers, result)
                 if not validate_only:
-                    assignment = TopicAssignment(spec.name, result.topic_id, topic_assignment(spec, brokers, result))
-                    await asyncio.to_thread(zk.create_topic, assignment, dict(spec.configs))
+                    await asyncio.to_thread(zk.create_topic, TopicAssignment(spec.name, result.topic_id, replicas),
+                                            dict(spec.configs))
                     created.append(spec.name)
                     existing.add(spec.name)
                     state_change.info("[BrokerCoordinator broker=%d] created topic %s with %d partitions, "
-                                      "replication factor %d", self._config.broker_id, spec.name,
-                                      result.num_partitions, result.replication_factor)
+                                      "replication factor %d, assignment %s", self._config.broker_id, spec.name,
+                                      result.num_partitions, result.replication_factor, replicas)
                 results.append(result)
             except KafkaError as e:
                 results.append(TopicResult(spec.name, e.code, str(e)))

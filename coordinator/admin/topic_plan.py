@@ -3,7 +3,8 @@
 Kafka 3.9's `AdminZkClient.validateTopicCreate` and `AdminUtils.assignReplicasToBrokers`:
 a legal name that does not exist yet, known and valid configs, at least one partition and
 one replica, a replication factor no larger than the live brokers, or an explicit
-assignment whose partitions all have the same number of replicas. `__consumer_offsets`, which
+assignment whose partitions all have the same number of replicas. The assignment is
+rack-aware when every live broker has a rack (`broker.rack`). `__consumer_offsets`, which
 a broker creates on first use, gets offsets.topic.replication.factor capped at the live
 brokers, so a cluster still growing (or a single broker) has a group coordinator.
 """
@@ -19,9 +20,10 @@ from rafka.common.types import OFFSETS_TOPIC, topic_name_problem
 from rafka.coordinator.controller import assignment as assign
 from rafka.coordinator.messages import TopicResult, TopicSpec
 
-def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: list[int], existing: set[str]) -> TopicResult:
-    """The result of creating `spec` (a fresh topic id, partitions and replication factor);
-    raises the KafkaError CreateTopics answers when the request is refused."""
+def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: assign.Brokers, existing: set[str]) -> TopicResult:
+    """The result of creating `spec` (a fresh topic id, partitions and replication factor) on
+    the live `brokers` (ids, or id -> rack); raises the KafkaError CreateTopics answers when
+    the request is refused."""
     problem = topic_name_problem(spec.name)
     if problem:
         raise InvalidTopicError(problem)
@@ -46,8 +48,10 @@ def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: list[int], existi
     return TopicResult(spec.name, ErrorCode.NONE, None, uuid.uuid4(), partitions, rf, dict(spec.configs))
 
 
-def topic_assignment(spec: TopicSpec, brokers: list[int], result: TopicResult) -> dict[int, tuple[int, ...]]:
-    """The replicas of each partition: the request's own, or Kafka's assignment over `brokers`."""
+def topic_assignment(spec: TopicSpec, brokers: assign.Brokers, result: TopicResult) -> dict[int, tuple[int, ...]]:
+    """The replicas of each partition: the request's own, or Kafka's assignment over `brokers`
+    (ids, or id -> rack: rack-aware when every broker has a rack; AdminOperationError,
+    UNKNOWN_SERVER_ERROR, when only some have one)."""
     if spec.assignments:
         return {p: tuple(r) for p, r in spec.assignments.items()}
     return assign.assign_replicas(brokers, result.num_partitions, result.replication_factor)

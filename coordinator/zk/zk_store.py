@@ -134,6 +134,16 @@ class ZkStore(ZkWatches, ZkProducerIdBlocks):
         return zd.decode_cluster_id(data)
 
     # ---- brokers -------------------------------------------------------------------------
+    def generate_broker_sequence_id(self) -> int:
+        """A number no other caller gets: the version of `/brokers/seqid` after an unconditional
+        write to it (Kafka's KafkaZkClient.generateBrokerSequenceId); 1 on a fresh ZooKeeper.
+        A generated broker.id adds reserved.broker.max.id to it."""
+        try:
+            return self.client.set(zd.BROKER_SEQID_PATH, b"", version=-1).version
+        except NoNodeError:
+            self.client.ensure_path(zd.BROKER_SEQID_PATH)
+            return self.generate_broker_sequence_id()
+
     def register_broker(self, reg: BrokerRegistration, wait_s: float = 0.0) -> None:
         """Create the ephemeral `/brokers/ids/<id>`.
 

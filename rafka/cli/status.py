@@ -47,7 +47,8 @@ def _print_text(report: dict) -> None:
     print(f"  zookeeper: {report['zookeeper_connect']}")
     for broker_id, b in report["brokers"].items():
         role = " (controller)" if b.get("controller") else ""
-        print(f"  broker {broker_id}{role}: {b['address']} {'serving' if b['reachable'] else 'NOT reachable'}"
+        rack = f" (rack {b['rack']})" if b.get("rack") else ""
+        print(f"  broker {broker_id}{role}{rack}: {b['address']} {'serving' if b['reachable'] else 'NOT reachable'}"
               + (f", {len(b['replicas'])} replicas running, leader of {b.get('leaders', 0)}"
                  if "replicas" in b else ""))
         if "error" in b:

@@ -78,7 +78,16 @@ class ConfigKey:
 
 
 BROKER_KEYS: tuple[ConfigKey, ...] = (
-    ConfigKey("broker.id", int, 0, "The id of this broker.", minimum=0),
+    # Kafka's default is -1 (generate); a BrokerConfig without broker.id, as `rafka up` and
+    # `Cluster` build one, numbers its brokers from 0 instead (see BrokerConfig.broker_id).
+    ConfigKey("broker.id", int, -1,
+              "The broker id for this server. If unset, a unique broker id will be generated. To avoid conflicts "
+              "between ZooKeeper generated broker id's and user configured broker id's, generated broker ids start "
+              "from reserved.broker.max.id + 1."),
+    ConfigKey("broker.id.generation.enable", _parse_bool, True,
+              "Enable automatic broker id generation on the server. When enabled the value configured for "
+              "reserved.broker.max.id should be reviewed."),
+    ConfigKey("reserved.broker.max.id", int, 1000, "Max number that can be used for a broker.id", minimum=0),
     ConfigKey("listeners", _parse_list, ("PLAINTEXT://127.0.0.1:9092",), "Listeners to bind."),
     ConfigKey("advertised.listeners", _parse_list, (), "Listeners given to clients; defaults to listeners."),
     ConfigKey("log.dirs", _parse_list, ("/tmp/kafka-logs",), "Directories holding the partition logs."),
@@ -260,7 +269,15 @@ KNOWN_TOPIC_CONFIGS = frozenset({
 
 @dataclass(frozen=True)
 class BrokerConfig:
+    """A broker's configuration (Kafka's names with `_` for `.`). `from_mapping` refuses what
+    Kafka's config parsing would (InvalidConfigError)."""
+
+    # rafka's default, not Kafka's -1: `rafka up` and `Cluster` number the brokers they start
+    # from 0 when no broker.id is given. broker.id=-1 asks for Kafka's: the id in the log dirs'
+    # meta.properties, else a new one from ZooKeeper (rafka.coordinator.broker.broker_id).
     broker_id: int = 0
+    broker_id_generation_enable: bool = True
+    reserved_broker_max_id: int = 1000
     listeners: tuple[str, ...] = ("PLAINTEXT://127.0.0.1:9092",)
     advertised_listeners: tuple[str, ...] = ()
     log_dirs: tuple[str, ...] = ("/tmp/kafka-logs",)
@@ -325,6 +342,18 @@ class BrokerConfig:
     # reports these as STATIC_BROKER_CONFIG even where the value is Kafka's default.
     given: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
+    def check_broker_id(self) -> None:
+        """Kafka's KafkaConfig.validateValues rules for a configured broker.id (not for the id a
+        broker resolves at start, which may be a generated one above reserved.broker.max.id)."""
+        if self.broker_id_generation_enable:
+            if not -1 <= self.broker_id <= self.reserved_broker_max_id:
+                raise InvalidConfigError(
+                    "broker.id must be greater than or equal to -1 and not greater than reserved.broker.max.id "
+                    f"(broker.id={self.broker_id}, reserved.broker.max.id={self.reserved_broker_max_id})")
+        elif self.broker_id < 0:
+            raise InvalidConfigError(f"broker.id must be greater than or equal to 0 (broker.id={self.broker_id}, "
+                                     "broker.id.generation.enable=false)")
+
     @classmethod
     def from_mapping(cls, props: Mapping[str, Any]) -> "BrokerConfig":
         """Kafka-named settings; `log.retention.hours`/`.minutes` and `log.roll.hours` (and
@@ -342,7 +371,9 @@ class BrokerConfig:
             values[name.replace(".", "_")] = key.convert(raw)
         for name in unused:
             log.info("The configuration '%s' was supplied but isn't a known config.", name)
-        return cls(**values, unused=tuple(unused), given=given)
+        config = cls(**values, unused=tuple(unused), given=given)
+        config.check_broker_id()
+        return config
 
     @classmethod
     def from_properties(cls, path: str | Path) -> "BrokerConfig":

@@ -109,9 +109,10 @@ BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
         "listeners", "advertised.listeners", "log.dirs", "zookeeper.connect", "log.message.timestamp.type",
         "rack", "broker.rack")},
     **{name: ConfigType.BOOLEAN for name in ("auto.create.topics.enable", "log.cleaner.enable", "log.preallocate",
-                                             "unclean.leader.election.enable", "auto.leader.rebalance.enable")},
+                                             "unclean.leader.election.enable", "auto.leader.rebalance.enable",
+                                             "broker.id.generation.enable")},
     **{name: ConfigType.INT for name in (
-        "broker.id", "zookeeper.session.timeout.ms", "num.partitions", "default.replication.factor",
+        "broker.id", "reserved.broker.max.id", "zookeeper.session.timeout.ms", "num.partitions", "default.replication.factor",
         "leader.imbalance.per.broker.percentage",
         "message.max.bytes", "log.segment.bytes", "log.index.interval.bytes", "log.index.size.max.bytes",
         "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",

@@ -38,6 +38,23 @@ def test_confluent_admin_creates_and_deletes_topics(bootstrap):
         assert gone["responses"][0]["error_code"] == 3
 
 
+def test_admin_clients_describe_the_cluster(rafka_cluster, bootstrap):
+    """DescribeCluster (API 60) as confluent-kafka's and kafka-python's describe_cluster send it."""
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaAdminClient
+
+    client = AdminClient({"bootstrap.servers": bootstrap})   # kept: a collected client cancels its requests
+    described = client.describe_cluster().result(30)
+    assert described.cluster_id == rafka_cluster.cluster_id
+    assert [(n.id, n.rack) for n in described.nodes] == [(0, None)] and described.controller.id == 0
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        assert admin.describe_cluster()["brokers"] == [
+            {"broker_id": 0, "host": "127.0.0.1", "port": rafka_cluster.brokers[0].port, "rack": None}]
+    finally:
+        admin.close()
+
+
 def test_metadata_creates_unknown_topics_when_allowed(bootstrap):
     with KafkaConnection.to(bootstrap) as conn:
         first = metadata(conn, "auto-made", auto_create=True)

@@ -142,7 +142,7 @@ def test_log_dir_of_another_broker_or_cluster_is_refused(tmp_path):
     check_meta_properties(tmp_path, 1, "cluster-A")
     check_meta_properties(tmp_path, 1, "cluster-A")  # same identity: fine
     assert "broker.id=1" in (tmp_path / "meta.properties").read_text()
-    with pytest.raises(StartupError, match="broker.id"):
+    with pytest.raises(StartupError, match="^Stored node id 1 doesn't match previous node id 2 in "):
         check_meta_properties(tmp_path, 2, "cluster-A")
     with pytest.raises(StartupError, match="Cluster ID"):
         check_meta_properties(tmp_path, 1, "cluster-B")

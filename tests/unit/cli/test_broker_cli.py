@@ -50,6 +50,27 @@ def test_rebuilt_cluster_without_a_config_file_uses_the_defaults(tmp_path):
     assert rebuilt.restart_config(1).broker_id == 1
 
 
+def test_brokers_of_generated_ids_are_found_by_their_log_dirs_meta_properties(tmp_path):
+    """broker.id=-1: each broker's log dir is named by its place, and `rafka broker start 1002`
+    finds the place whose meta.properties holds 1002; the config keeps -1 (the broker takes
+    its id from there again)."""
+    from rafka.partition_worker.log_dirs import check_meta_properties
+
+    properties = tmp_path / "server.properties"
+    properties.write_text("broker.id=-1\n")
+    ports = {1001: 40001, 1002: 40002}
+    run = tmp_path / "run"
+    for index, broker_id in enumerate(ports):
+        check_meta_properties(run / f"slot-{index}" / "logs", broker_id, "c")
+    rebuilt = cluster_from_state(up_state(str(properties), ports), run)
+    config = rebuilt.restart_config(1002)
+    assert config.broker_id == -1 and config.log_dirs == (str(run / "slot-1" / "logs"),)
+    assert config.listeners == ("PLAINTEXT://127.0.0.1:40002",)
+    assert [rebuilt.broker_config(i).broker_id for i in range(2)] == [-1, -1]
+    with pytest.raises(LookupError, match="broker 7"):
+        rebuilt.restart_config(7)
+
+
 def test_a_config_file_gone_since_up_is_a_refusal(tmp_path):
     with pytest.raises(BrokerCommandError, match="cannot read the cluster's config"):
         cluster_from_state(up_state(str(tmp_path / "gone.properties"), {0: 9092}), tmp_path)
@@ -88,3 +109,14 @@ def test_nothing_running_exits_1_with_one_json_object(tmp_path, capsys):
     assert json.loads(out) == {"broker_id": 1, "action": "kill", "ok": False,
                                "error": f"nothing is running from {tmp_path}"}
     assert "nothing is running" in err
+
+
+def test_status_text_names_each_brokers_rack(capsys):
+    from rafka.cli.status import _print_text
+
+    _print_text({"pid": 1, "cluster_id": "c", "bootstrap_servers": "b", "zookeeper_connect": "z", "brokers": {
+        "1001": {"address": "127.0.0.1:1", "reachable": True, "rack": "a", "controller": True},
+        "1002": {"address": "127.0.0.1:2", "reachable": True, "rack": None}}})
+    lines = capsys.readouterr().out.splitlines()
+    assert "  broker 1001 (controller) (rack a): 127.0.0.1:1 serving" in lines
+    assert "  broker 1002: 127.0.0.1:2 serving" in lines

@@ -74,3 +74,30 @@ def test_has_leaders_only_once_every_partition_has_one():
     assert has_leaders(meta(0, 0), "t")
     assert not has_leaders(meta(0, -1), "t")
     assert not has_leaders(meta(0), "u")
+
+
+def test_brokers_with_racks_get_a_rack_aware_assignment():
+    racks = {0: "a", 1: "b", 2: "b"}
+    spec = TopicSpec("t", num_partitions=6, replication_factor=2)
+    result = plan_topic(CONFIG, spec, racks, set())
+    assignment = topic_assignment(spec, racks, result)
+    assert sorted(assignment) == list(range(6))
+    assert all({racks[b] for b in replicas} == {"a", "b"} for replicas in assignment.values())
+
+
+def test_some_brokers_without_a_rack_refuse_the_topic_as_kafka():
+    from rafka.coordinator.controller.assignment import AdminOperationError
+
+    spec = TopicSpec("t", num_partitions=1, replication_factor=1)
+    brokers = {0: "a", 1: None}
+    result = plan_topic(CONFIG, spec, brokers, set())
+    with pytest.raises(AdminOperationError, match="Not all brokers have rack information") as e:
+        topic_assignment(spec, brokers, result)
+    assert e.value.code == ErrorCode.UNKNOWN_SERVER_ERROR
+    explicit = TopicSpec("t", assignments={0: (1, 0)})   # a manual assignment never looks at racks
+    assert topic_assignment(explicit, brokers, plan_topic(CONFIG, explicit, brokers, set())) == {0: (1, 0)}
+
+
+def test_the_replication_factor_is_checked_against_brokers_with_racks_too():
+    with pytest.raises(InvalidReplicationFactorError, match="larger than available brokers: 2"):
+        plan_topic(CONFIG, TopicSpec("t", replication_factor=3), {0: "a", 1: "b"}, set())
