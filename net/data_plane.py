@@ -297,35 +297,68 @@ class PendingRead:
             self.channel.release(self.request_id)
 
 
+ReadOn = Callable[[int, FetchResult], "PendingRead | None"]
+
+
 async def await_fetch(reads: list[PendingRead], min_bytes: int, max_wait_ms: int,
-                      complete_now: bool = False) -> list[FetchResult]:
-    """The answers of a fetch's partition reads, as Kafka's DelayedFetch completes a fetch:
-    once the reads that answered hold `min_bytes` (at least one byte) between them, one
-    answered with an error, every read has answered, `complete_now` (another partition of
-    the fetch has an error) or `max_wait_ms` passed. The reads still parked then are
-    released, so they answer at once with what their replica has; none stays parked behind
-    the answer (a follower's stale read would otherwise note an old fetch offset later)."""
+                      complete_now: bool = False, read_on: ReadOn | None = None) -> list[FetchResult]:
+    """The answers of a fetch's partition reads (one per partition, merged), as Kafka's
+    DelayedFetch completes a fetch: once the partitions hold `min_bytes` (at least one byte)
+    between them, one answered with an error, `complete_now` (another partition of the fetch
+    has an error) or `max_wait_ms` passed.
+
+    While the fetch is short of `min_bytes`, a partition whose read came back with data reads
+    on from where it ended (`read_on(index, what it has so far)`, None when it may not: its
+    size limit is reached, or the read is a follower's, whose fetch offset is its log end), so
+    data that arrives on any partition counts. When the fetch completes, the reads still
+    parked are released: they answer at once with what their replica has, and none stays
+    parked behind the answer (a follower's stale read would otherwise note an old fetch
+    offset later, and a consumer's could evict a live consumer's window)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_ms / 1000
-    waiting = {r.answer for r in reads}
+    target = max(min_bytes, 1)
+    current: list[PendingRead | None] = list(reads)   # each partition's read under way
+    merged: list[FetchResult | None] = [None] * len(reads)
+    index_of = {r.answer: i for i, r in enumerate(reads)}
     ready = 0
-    while waiting and not complete_now:
-        done = {f for f in waiting if f.done()}
+    while not complete_now and ready < target:
+        done = {f for f in index_of if f.done()}
         if not done:
             remaining = deadline - loop.time()
-            if remaining <= 0:
+            if not index_of or remaining <= 0:
                 break
-            done, _ = await asyncio.wait(waiting, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(set(index_of), timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
             if not done:
                 break
-        waiting -= done
         for f in done:
+            i = index_of.pop(f)
             result = f.result()
+            merged[i] = result if merged[i] is None else _read_on_from(merged[i], result)
+            current[i] = None
             ready += result.size
-            complete_now = complete_now or result.error is not ErrorCode.NONE
-        if ready >= max(min_bytes, 1):
-            break
-    for r in reads:
+            if result.error is not ErrorCode.NONE:
+                complete_now = True
+            elif ready < target and result.regions and read_on is not None:
+                following = read_on(i, merged[i])
+                if following is not None:
+                    current[i] = following
+                    index_of[following.answer] = i
+    under_way = [(i, r) for i, r in enumerate(current) if r is not None]
+    for _, r in under_way:
         r.release()
-    return list(await asyncio.gather(*(r.answer for r in reads)))
+    for i, r in under_way:
+        result = await r.answer
+        merged[i] = result if merged[i] is None else _read_on_from(merged[i], result)
+    return merged
 
+
+def _read_on_from(first: FetchResult, then: FetchResult) -> FetchResult:
+    """One partition's answer from a read and the read that went on where it ended. A later
+    read that failed leaves the data already read (the client meets the error next time)."""
+    if then.error is not ErrorCode.NONE:
+        return first
+    if not then.regions:
+        return replace(first, high_watermark=then.high_watermark, last_stable_offset=then.last_stable_offset,
+                       log_start_offset=then.log_start_offset)
+    return FetchResult(ErrorCode.NONE, then.high_watermark, then.last_stable_offset, then.log_start_offset,
+                       first.regions + then.regions, then.next_offset, then.committed_end)

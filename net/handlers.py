@@ -18,7 +18,7 @@ from rafka.coordinator.messages import TopicResult, TopicSpec
 from rafka.common.metadata import ClusterMetadata
 from rafka.net.auto_create import TopicAutoCreator
 from rafka.net.config_handlers import CONFIG_APIS, ConfigApis
-from rafka.net.data_plane import await_fetch
+from rafka.net.data_plane import PendingRead, await_fetch
 from rafka.net.group_handlers import GROUP_APIS, UNKNOWN_AUTHORIZED_OPERATIONS, GroupApis, RequestContext
 from rafka.net.protocol import apis, codec
 from rafka.net.replication_handlers import REPLICATION_APIS, ReplicationApis
@@ -296,6 +296,7 @@ class RequestDispatcher:
         complete_now = any(err is not ErrorCode.NONE for _, _, err, _ in wanted)
         if complete_now:
             max_wait_ms = 0
+        read_on = None
         if replica_id >= 0:  # a follower's fetch: up to the log end, moving the high watermark
             reads = [channel.start_replica_read(replica_id, p.get("current_leader_epoch", -1), p["fetch_offset"],
                                                 p["partition_max_bytes"], max_wait_ms)
@@ -303,8 +304,9 @@ class RequestDispatcher:
         else:
             reads = [channel.start_read(p["fetch_offset"], p["partition_max_bytes"], max_wait_ms)
                      if channel is not None else None for _, p, _, channel in wanted]
+            read_on = _reading_on([(p, channel) for _, p, _, channel in wanted if channel is not None], max_wait_ms)
         started = [r for r in reads if r is not None]
-        answers = iter(await await_fetch(started, min_bytes, max_wait_ms, complete_now))
+        answers = iter(await await_fetch(started, min_bytes, max_wait_ms, complete_now, read_on))
         return self._fetch_response(version, wanted, [next(answers) if r is not None else None for r in reads],
                                     max_bytes)
 
@@ -438,3 +440,21 @@ class RequestDispatcher:
         out += [{"name": None, "topic_id": i, "error_code": ErrorCode.UNKNOWN_TOPIC_ID, "error_message": None}
                 for i in unknown_ids]
         return {"throttle_time_ms": 0, "responses": out}
+
+
+def _reading_on(partitions: list[tuple[dict, Any]], max_wait_ms: int) -> Callable[[int, FetchResult], PendingRead | None]:
+    """How a consumer's fetch short of min_bytes reads on in partition `i` (its request entry
+    and channel), from where its data so far ends, within its partition_max_bytes and what is
+    left of max_wait_ms."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_wait_ms / 1000
+
+    def read_on(i: int, so_far: FetchResult) -> PendingRead | None:
+        p, channel = partitions[i]
+        room = p["partition_max_bytes"] - so_far.size
+        wait_ms = int((deadline - loop.time()) * 1000)
+        if room <= 0 or wait_ms <= 0 or so_far.next_offset < 0:
+            return None
+        return channel.start_read(so_far.next_offset, room, wait_ms)
+    return read_on
+

@@ -10,6 +10,7 @@ from pathlib import Path
 from rafka.common.errors import ErrorCode
 from rafka.common.types import TopicPartition
 from rafka.net.data_plane import ReplicaChannel, await_fetch
+from rafka.net.handlers import _reading_on
 from rafka.partition_worker.replica_actor import PartitionReplica
 from rafka.partition_worker.replica_state import LeaderAndIsr
 from tests.unit.broker.test_replica_channel import BATCH_BYTES, CONFIG, batch
@@ -103,3 +104,30 @@ def test_a_fetch_whose_partitions_stay_empty_answers_after_max_wait(short_dir):
         answers = await asyncio.wait_for(await_fetch(reads, 1, 50), PROMPTLY_S)
         assert [(a.error, a.regions) for a in answers] == [(ErrorCode.NONE, ())] * 2
     run_with_leaders(short_dir, scenario)
+
+
+def test_a_consumer_fetch_short_of_min_bytes_reads_on_where_its_data_ended(short_dir):
+    """One partition with one batch and min_bytes of two: the fetch waits for the second
+    batch (Kafka's DelayedFetch counts what arrives meanwhile) and answers both, in order."""
+    async def scenario(replicas, channels):
+        await append_soon(channels[0])
+        read_on = _reading_on([({"partition_max_bytes": 1 << 20}, channels[0])], LONG_WAIT_MS)
+        fetch = asyncio.ensure_future(await_fetch([channels[0].start_read(0, 1 << 20, LONG_WAIT_MS)],
+                                                  2 * BATCH_BYTES, LONG_WAIT_MS, read_on=read_on))
+        await asyncio.sleep(0.05)
+        assert not fetch.done()
+        await append_soon(channels[0])
+        (answer,) = await asyncio.wait_for(fetch, PROMPTLY_S)
+        assert answer.size == 2 * BATCH_BYTES and answer.next_offset == 6
+        assert [(r.position, r.length) for r in answer.regions] == [(0, BATCH_BYTES), (BATCH_BYTES, BATCH_BYTES)]
+    run_with_leaders(short_dir, scenario, partitions=1)
+
+
+def test_a_consumer_fetch_short_of_min_bytes_answers_what_it_has_at_max_wait(short_dir):
+    async def scenario(replicas, channels):
+        await append_soon(channels[0])
+        read_on = _reading_on([({"partition_max_bytes": 1 << 20}, channels[0])], 200)
+        (answer,) = await asyncio.wait_for(
+            await_fetch([channels[0].start_read(0, 1 << 20, 200)], 2 * BATCH_BYTES, 200, read_on=read_on), PROMPTLY_S)
+        assert answer.size == BATCH_BYTES and answer.next_offset == 3
+    run_with_leaders(short_dir, scenario, partitions=1)
