@@ -25,6 +25,7 @@ OP_APPEND = 1
 OP_READ = 2
 OP_REPLICA_READ = 3   # a follower's fetch, served by the leader up to its log end
 OP_FOLLOWER_APPEND = 4  # batches fetched from the leader, appended by a follower as they are
+OP_READ_LOG_END = 5   # the broker's own read of a partition it leads, up to the log end (see encode_read)
 
 FRAME_HEAD = struct.Struct(">II")            # length (of what follows), request id
 _APPEND_HEAD = struct.Struct(">BbII")        # op, acks, timeout ms (acks=all), number of record sets
@@ -142,13 +143,17 @@ def decode_produce_results(body: memoryview) -> list[ProduceResult]:
     return results
 
 
-def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int) -> bytes:
-    return _READ.pack(OP_READ, fetch_offset, max_bytes, max(0, max_wait_ms))
+def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int, up_to_log_end: bool = False) -> bytes:
+    """A read up to the high watermark (a consumer's), or with `up_to_log_end` up to the leader's
+    log end: the broker's own read of a partition it has come to lead, as Kafka's group
+    coordinator loads `__consumer_offsets` (FetchIsolation.LOG_END)."""
+    return _READ.pack(OP_READ_LOG_END if up_to_log_end else OP_READ, fetch_offset, max_bytes, max(0, max_wait_ms))
 
 
-def decode_read(body: memoryview) -> tuple[int, int, int]:
-    _, offset, max_bytes, max_wait_ms = _READ.unpack_from(body, 0)
-    return offset, max_bytes, max_wait_ms
+def decode_read(body: memoryview) -> tuple[int, int, int, bool]:
+    """(fetch offset, max bytes, max wait ms, up to the log end)."""
+    op, offset, max_bytes, max_wait_ms = _READ.unpack_from(body, 0)
+    return offset, max_bytes, max_wait_ms, op == OP_READ_LOG_END
 
 
 def encode_replica_read(follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,

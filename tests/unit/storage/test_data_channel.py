@@ -31,7 +31,8 @@ def test_produce_results_round_trip():
 
 
 def test_read_and_fetch_result_round_trip():
-    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 500))) == (42, 1 << 20, 500)
+    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 500))) == (42, 1 << 20, 500, False)
+    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 0, up_to_log_end=True))) == (42, 1 << 20, 0, True)
     result = FetchResult(ErrorCode.NONE, 100, 100, 0, (Region("/data/t-0/00000000000000000000.log", 0, 4096, 7),
                                                       Region("/data/t-0/00000000000000000090.log", 12, 99, 2**40)),
                          next_offset=95, committed_end=4096)
