@@ -64,8 +64,15 @@ def widen_socket_buffers(sock) -> None:
             pass
 
 
-def socket_path(namespace: str, name: str) -> str:
-    digest = hashlib.sha1(f"{namespace}/{name}".encode()).hexdigest()[:20]
+def socket_path(namespace: str, name: str, log_dir: str = "", topic_id: object = None) -> str:
+    """The data socket of the replica actor `name`: named by a hash (a Unix socket path has at
+    most 107 bytes) of the Ray namespace, the actor name, the replica's log dir and its topic
+    id. Actor names repeat from one cluster to the next, so the log dir (never shared by two
+    live clusters) keeps two clusters on one machine in the same namespace (two `rafka up`, two
+    test sessions) from binding, connecting to and unlinking each other's sockets, and the
+    topic id keeps a topic deleted and created again from meeting its old replica's socket."""
+    key = f"{namespace}/{name}/{os.path.abspath(log_dir) if log_dir else ''}/{topic_id or ''}"
+    digest = hashlib.sha1(key.encode()).hexdigest()[:20]
     return str(SOCKET_DIR / f"{digest}.sock")
 
 
