@@ -178,6 +178,15 @@ class ReplicaChannel:
                                                    dc.decode_fetch_result)
         return PendingRead(asyncio.ensure_future(self._read_result(future)), self, request_id)
 
+    def read_log_end(self, fetch_offset: int, max_bytes: int) -> Awaitable[FetchResult]:
+        """Whole batches from `fetch_offset` up to the leader's log end rather than its high
+        watermark: the broker's own read of a partition it has just come to lead, as Kafka's
+        group coordinator loads `__consumer_offsets` (FetchIsolation.LOG_END). A new leader's
+        high watermark lags its log end until its followers fetch again, and what lies between
+        is committed data the new leader keeps. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
+        return self._read_result(self._submit([dc.encode_read(fetch_offset, max_bytes, 0, up_to_log_end=True)],
+                                              dc.decode_fetch_result))
+
     async def replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
                            max_wait_ms: int = 0) -> FetchResult:
         """A follower's fetch (Fetch with a replica id): batches up to the leader's log end,

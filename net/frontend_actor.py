@@ -208,7 +208,7 @@ class Frontend:
             raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} is not led here")
         offset = 0
         while True:
-            result = await channel.read(offset, 1 << 20, 0)
+            result = await channel.read_log_end(offset, 1 << 20)
             if result.error is ErrorCode.OFFSET_OUT_OF_RANGE and offset < result.log_start_offset:
                 offset = result.log_start_offset
                 continue

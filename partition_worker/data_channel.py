@@ -27,6 +27,7 @@ OP_READ = 2
 OP_REPLICA_READ = 3   # a follower's fetch, served by the leader up to its log end
 OP_FOLLOWER_APPEND = 4  # batches fetched from the leader, appended by a follower as they are
 OP_RELEASE = 5        # end the wait of a parked read now (it answers under its own id); no answer
+OP_READ_LOG_END = 6   # the broker's own read of a partition it leads, up to the log end (see encode_read)
 
 FRAME_HEAD = struct.Struct(">II")            # length (of what follows), request id
 _APPEND_HEAD = struct.Struct(">BbII")        # op, acks, timeout ms (acks=all), number of record sets
@@ -66,8 +67,15 @@ def widen_socket_buffers(sock) -> None:
             pass
 
 
-def socket_path(namespace: str, name: str) -> str:
-    digest = hashlib.sha1(f"{namespace}/{name}".encode()).hexdigest()[:20]
+def socket_path(namespace: str, name: str, log_dir: str = "", topic_id: object = None) -> str:
+    """The data socket of the replica actor `name`: named by a hash (a Unix socket path has at
+    most 107 bytes) of the Ray namespace, the actor name, the replica's log dir and its topic
+    id. Actor names repeat from one cluster to the next, so the log dir (never shared by two
+    live clusters) keeps two clusters on one machine in the same namespace (two `rafka up`, two
+    test sessions) from binding, connecting to and unlinking each other's sockets, and the
+    topic id keeps a topic deleted and created again from meeting its old replica's socket."""
+    key = f"{namespace}/{name}/{os.path.abspath(log_dir) if log_dir else ''}/{topic_id or ''}"
+    digest = hashlib.sha1(key.encode()).hexdigest()[:20]
     return str(SOCKET_DIR / f"{digest}.sock")
 
 
@@ -145,13 +153,17 @@ def decode_produce_results(body: memoryview) -> list[ProduceResult]:
     return results
 
 
-def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int) -> bytes:
-    return _READ.pack(OP_READ, fetch_offset, max_bytes, max(0, max_wait_ms))
+def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int, up_to_log_end: bool = False) -> bytes:
+    """A read up to the high watermark (a consumer's), or with `up_to_log_end` up to the leader's
+    log end: the broker's own read of a partition it has come to lead, as Kafka's group
+    coordinator loads `__consumer_offsets` (FetchIsolation.LOG_END)."""
+    return _READ.pack(OP_READ_LOG_END if up_to_log_end else OP_READ, fetch_offset, max_bytes, max(0, max_wait_ms))
 
 
-def decode_read(body: memoryview) -> tuple[int, int, int]:
-    _, offset, max_bytes, max_wait_ms = _READ.unpack_from(body, 0)
-    return offset, max_bytes, max_wait_ms
+def decode_read(body: memoryview) -> tuple[int, int, int, bool]:
+    """(fetch offset, max bytes, max wait ms, up to the log end)."""
+    op, offset, max_bytes, max_wait_ms = _READ.unpack_from(body, 0)
+    return offset, max_bytes, max_wait_ms, op == OP_READ_LOG_END
 
 
 def encode_release(request_id: int) -> bytes:

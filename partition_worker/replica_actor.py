@@ -290,17 +290,18 @@ class PartitionReplica:
                             protocol, request_id, results, required, timeout_ms))
                     else:
                         protocol.transport.write(dc.frame(request_id, dc.encode_produce_results(results)))
-                elif view[0] in (dc.OP_READ, dc.OP_REPLICA_READ):
-                    if view[0] == dc.OP_READ:
-                        offset, max_bytes, max_wait_ms = dc.decode_read(view)
-                        result = self._read_now(offset, max_bytes)
+                elif view[0] in (dc.OP_READ, dc.OP_READ_LOG_END, dc.OP_REPLICA_READ):
+                    if view[0] != dc.OP_REPLICA_READ:
+                        offset, max_bytes, max_wait_ms, to_log_end = dc.decode_read(view)
+                        result = self._read_now(offset, max_bytes, to_log_end)
                     else:
                         follower, epoch, offset, max_bytes, max_wait_ms = dc.decode_replica_read(view)
                         result = self.replica_read(follower, epoch, offset, max_bytes)
                     if _final(result, max_wait_ms):
                         protocol.transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
                     else:  # nothing to read yet: park until an append or the deadline
-                        read_again = (lambda o=offset, m=max_bytes: self._read_now(o, m)) if view[0] == dc.OP_READ \
+                        read_again = (lambda o=offset, m=max_bytes, e=to_log_end: self._read_now(o, m, e)) \
+                            if view[0] != dc.OP_REPLICA_READ \
                             else (lambda f=follower, e=epoch, o=offset, m=max_bytes: self.replica_read(f, e, o, m))
                         parked[request_id] = asyncio.Event()
                         asyncio.ensure_future(self._answer_parked_read(protocol, request_id, read_again,
@@ -641,17 +642,20 @@ class PartitionReplica:
             return self._state.advance_high_watermark(self._log.log_end_offset)
         return min(self._state.high_watermark, self._log.log_end_offset)
 
-    def _read_now(self, fetch_offset: int, max_bytes: int) -> FetchResult:
+    def _read_now(self, fetch_offset: int, max_bytes: int, up_to_log_end: bool = False) -> FetchResult:
+        """Whole batches up to the high watermark, or with `up_to_log_end` up to the log end
+        (the broker's own read: see `data_channel.encode_read`; no committed window then)."""
         if not self._state.is_leader:
             return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         hw = self._high_watermark()
         start = self._log.log_start_offset
         if fetch_offset > self._log.log_end_offset or fetch_offset < start:
             return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
-        if fetch_offset >= hw:
+        end = self._log.log_end_offset if up_to_log_end else hw
+        if fetch_offset >= end:
             return FetchResult(ErrorCode.NONE, hw, hw, start)
         try:
-            result = self._log.read(fetch_offset, max_bytes, max_offset=hw)
+            result = self._log.read(fetch_offset, max_bytes, max_offset=end)
         except OffsetOutOfRangeError:
             return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
         except OSError:  # the disk failed under the log: the client refreshes metadata and retries
@@ -661,7 +665,7 @@ class PartitionReplica:
             return FetchResult(ErrorCode.NONE, hw, hw, start)
         regions = tuple(Region(r.path, r.position, r.length, r.inode) for r in result.regions)
         return FetchResult(ErrorCode.NONE, hw, hw, start, regions, result.next_offset,
-                           self._log.committed_end(regions[-1].path, hw))
+                           -1 if up_to_log_end else self._log.committed_end(regions[-1].path, hw))
 
     def _wake_fetchers(self) -> None:
         """Release parked fetches; they re-check the log."""

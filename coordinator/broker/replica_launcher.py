@@ -71,7 +71,7 @@ class RayReplicaLauncher:
             actor = ReplicaActor.options(
                 name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
                 **pin_to_node(self._node_id)).remote(
-                    self._broker_id, tp, log_dir, config, socket_path(self._namespace, name),
+                    self._broker_id, tp, log_dir, config, socket_path(self._namespace, name, log_dir, topic_id),
                     checkpoint=place(tp, log_dir), topic_id=topic_id,
                     coordinator=(self._coordinator, self._namespace) if self._coordinator else None)
         else:

@@ -103,7 +103,10 @@ class OffsetsStorage(Protocol):
         """Append one record batch with acks=all; the error of the write."""
 
     def read(self, partition: int) -> AsyncIterator[bytes]:
-        """The partition's record batches from its log start to its high watermark."""
+        """The partition's record batches from its log start to its log end, not its high
+        watermark (Kafka's GroupMetadataManager loads with FetchIsolation.LOG_END): a new leader's
+        high watermark lags its log end until its followers fetch from it, and the offsets and
+        group metadata in between were acknowledged to clients by the leader before it."""
 
 
 class GroupCoordinator:

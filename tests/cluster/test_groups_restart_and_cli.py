@@ -113,7 +113,7 @@ def test_reset_is_refused_while_the_group_has_members(rafka_cluster):
     from confluent_kafka import Consumer
 
     bootstrap = rafka_cluster.bootstrap_servers
-    from tests.interop.test_client_roundtrip import create_topic
+    from tests.interop.clients import create_topic
     create_topic(bootstrap, "busy-topic", partitions=2)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "busy-group", "auto.offset.reset": "earliest"})
     consumer.subscribe(["busy-topic"])

@@ -2,6 +2,8 @@
 
 Every function returns what the client saw, so tests compare it with what was sent.
 Group consumption is its own issue; until then consumers assign partitions by hand.
+The helpers take a bootstrap list of one broker or several (the session's cluster has one or
+three), and raw requests go to the broker that leads the partition (`leader_connection`).
 """
 from __future__ import annotations
 
@@ -9,6 +11,65 @@ import asyncio
 import subprocess
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rafka.net.client import KafkaConnection
+from tests.waiting import wait_until
+
+CREATE_TOPICS, METADATA = 19, 3
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, replication_factor: int = -1) -> None:
+    """CreateTopics through the first broker; replication factor -1 takes the cluster's
+    default.replication.factor (KIP-464), so a topic is RF=3 on the three-broker cluster."""
+    with KafkaConnection.to(bootstrap) as conn:
+        body = conn.request(CREATE_TOPICS, 5, {"topics": [{"name": topic, "num_partitions": partitions,
+                                                           "replication_factor": replication_factor,
+                                                           "assignments": [], "configs": []}],
+                                               "timeout_ms": 30000, "validate_only": False})
+    assert body["topics"][0]["error_code"] == 0, body
+
+
+def metadata(address: str, topic: str) -> dict:
+    """A Metadata v12 answer about `topic` from the first broker of `address` (no auto-creation)."""
+    with KafkaConnection.to(address) as conn:
+        return conn.request(METADATA, 12, {"topics": [{"topic_id": None, "name": topic}],
+                                           "allow_auto_topic_creation": False,
+                                           "include_topic_authorized_operations": False})
+
+
+def topic_metadata(bootstrap: str, topic: str) -> dict:
+    """The topic's entry of a Metadata answer from the first broker."""
+    return metadata(bootstrap, topic)["topics"][0]
+
+
+def replication_factors(bootstrap: str, topic: str) -> set[int]:
+    """The number of replicas of each partition of `topic`, as Metadata shows them."""
+    return {len(p["replica_nodes"]) for p in topic_metadata(bootstrap, topic)["partitions"]}
+
+
+def leader_connection(bootstrap: str, topic: str, partition: int = 0, **kwargs: Any) -> KafkaConnection:
+    """A raw connection to the broker that leads `topic`-`partition` (as a Kafka client routes a
+    Produce or a Fetch), once that broker's own metadata names it the leader (its replica has
+    started): on one broker, that broker."""
+    def leader_of(address: str) -> tuple[int, str | None]:
+        body = metadata(address, topic)
+        brokers = {b["node_id"]: f"{b['host']}:{b['port']}" for b in body["brokers"]}
+        leaders = [p["leader_id"] for p in body["topics"][0]["partitions"] if p["partition_index"] == partition]
+        return (leaders[0], brokers.get(leaders[0])) if leaders else (-1, None)
+
+    def ready_leader() -> str | None:
+        leader, address = leader_of(bootstrap)
+        return address if address is not None and leader_of(address)[0] == leader else None
+
+    return KafkaConnection.to(wait_until(ready_leader, timeout_s=30, message=f"a leader of {topic}-{partition}"),
+                              **kwargs)
+
+
+def replica_dirs(data_dir: str | Path, topic: str, partition: int) -> list[Path]:
+    """The directory of every replica of `topic`-`partition` in a cluster's data dir (one per broker)."""
+    return sorted(Path(data_dir).glob(f"broker-*/logs/{topic}-{partition}"))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from tests.interop.test_client_roundtrip import create_topic
+from tests.interop.clients import create_topic
 from tests.waiting import wait_until
 
 PARTITIONS = 6
@@ -95,7 +95,10 @@ def consumed(members: list[Member]) -> set[str]:
 CLIENTS = ["kafka-python", "confluent-kafka", "aiokafka"]
 
 
-@pytest.mark.parametrize("client", CLIENTS)
+# On three brokers one client (kafka-python: the coordinator found, joined and committed to by
+# FindCoordinator/JoinGroup/SyncGroup/OffsetCommit on whichever broker leads the group's partition).
+@pytest.mark.parametrize("client", [pytest.param(c, marks=pytest.mark.replicated) if c == "kafka-python" else c
+                                    for c in CLIENTS])
 def test_group_splits_rebalances_and_resumes_after_commits(rafka_cluster, client):
     bootstrap = rafka_cluster.bootstrap_servers
     topic, group = f"groups-{client}", f"group-{client}"

@@ -20,7 +20,7 @@ import uuid
 import pytest
 
 from rafka.net.client import KafkaConnection
-from tests.interop.test_client_roundtrip import create_topic
+from tests.interop.clients import create_topic
 from tests.interop.test_consumer_groups import Member
 from tests.waiting import wait_until
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from rafka.partition_worker.record_batch import iter_batches
-from tests.interop.test_client_roundtrip import create_topic
+from tests.interop.clients import create_topic
+from tests.waiting import wait_until
 
 RECORDS = 100_000
 PARTITIONS = 6
@@ -90,15 +91,19 @@ def consume_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 12
 
 
 def stored_batches(cluster, topic: str) -> dict[str, list]:
-    """Headers of every stored batch, in log order, by partition directory."""
+    """Headers of every stored batch, in log order, by replica ("broker-1/topic-0")."""
     found: dict[str, list] = defaultdict(list)
     for part_dir in Path(cluster.data_dir).glob(f"broker-*/logs/{topic}-*"):
         for segment in sorted(part_dir.glob("*.log")):
-            found[part_dir.name] += list(iter_batches(memoryview(segment.read_bytes())))
+            replica = f"{part_dir.parent.parent.name}/{part_dir.name}"
+            found[replica] += list(iter_batches(memoryview(segment.read_bytes())))
     return found
 
 
-@pytest.mark.parametrize("produce", [kafka_python_produce, confluent_produce, aiokafka_produce],
+# On three brokers one client: librdkafka's idempotent producer, acks=all to RF=3 partitions.
+@pytest.mark.parametrize("produce", [kafka_python_produce,
+                                     pytest.param(confluent_produce, marks=pytest.mark.replicated),
+                                     aiokafka_produce],
                          ids=["kafka-python", "confluent-kafka", "aiokafka"])
 def test_idempotent_client_writes_each_record_exactly_once(rafka_cluster, produce):
     topic = f"idempotent-{produce.__name__}"
@@ -113,8 +118,17 @@ def test_idempotent_client_writes_each_record_exactly_once(rafka_cluster, produc
     for partition, values in seen.items():
         assert values == sorted(values), f"partition {partition} out of order"
 
-    stored = stored_batches(rafka_cluster, topic)
-    assert len(stored) == PARTITIONS
+    # Every replica of every partition (followers included) holds each batch once, in order.
+    def caught_up() -> dict[str, list]:
+        """The stored batches once every replica of a partition holds as many as the others."""
+        found = stored_batches(rafka_cluster, topic)
+        counts: dict[str, set[int]] = defaultdict(set)
+        for name, headers in found.items():
+            counts[name.split("/")[1]].add(len(headers))
+        return found if all(len(c) == 1 for c in counts.values()) else {}
+
+    stored = wait_until(caught_up, timeout_s=30, message="every replica holds every batch")
+    assert len(stored) == PARTITIONS * rafka_cluster.broker_count
     for name, headers in stored.items():
         assert all(h.producer_id >= 0 and h.producer_epoch >= 0 for h in headers), name
         next_sequence: dict[int, int] = {}  # one producer's sequences continue without gaps

@@ -8,7 +8,7 @@ from rafka.common.errors import ErrorCode
 from rafka.net.client import KafkaConnection
 from rafka.net.protocol import codec
 from rafka.partition_worker.record_batch import Record, encode_batch, iter_batches
-from tests.interop.test_client_roundtrip import create_topic
+from tests.interop.clients import create_topic
 from tests.interop.test_raw_protocol import fetch_body, produce_body
 
 PRODUCE, FETCH, LIST_OFFSETS, INIT_PRODUCER_ID = 0, 1, 2, 22

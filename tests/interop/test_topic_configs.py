@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from tests.interop.test_client_roundtrip import create_topic
+from tests.interop.clients import create_topic
 from tests.waiting import wait_until
 
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from rafka.net.client import KafkaConnection
 from rafka.partition_worker.record_batch import Record, encode_batch
+from tests.interop.clients import create_topic, leader_connection, replication_factors
 from tests.waiting import wait_until
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE_TOPICS, DELETE_TOPICS = 0, 1, 2, 3, 19, 20
@@ -23,12 +26,15 @@ def produce(conn, topic, records, partition=0):
     return conn.request(PRODUCE, 9, body)["responses"][0]["partition_responses"][0]
 
 
-def test_confluent_admin_creates_and_deletes_topics(bootstrap):
+@pytest.mark.replicated
+def test_confluent_admin_creates_and_deletes_topics(rafka_cluster, bootstrap):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic("admin-made", 4, 1)])["admin-made"].result(30)
-    assert len(admin.list_topics(timeout=10).topics["admin-made"].partitions) == 4
+    admin.create_topics([NewTopic("admin-made", 2)])["admin-made"].result(30)  # the broker's replication factor
+    partitions = admin.list_topics(timeout=10).topics["admin-made"].partitions
+    assert len(partitions) == 2
+    assert {len(p.replicas) for p in partitions.values()} == {rafka_cluster.broker_count}
     admin.delete_topics(["admin-made"])["admin-made"].result(30)
     wait_until(lambda: "admin-made" not in admin.list_topics(timeout=10).topics, timeout_s=20,
                message="topic gone from metadata")
@@ -55,13 +61,16 @@ def test_admin_clients_describe_the_cluster(rafka_cluster, bootstrap):
         admin.close()
 
 
-def test_metadata_creates_unknown_topics_when_allowed(bootstrap):
+@pytest.mark.replicated
+def test_metadata_creates_unknown_topics_when_allowed(rafka_cluster, bootstrap):
     with KafkaConnection.to(bootstrap) as conn:
         first = metadata(conn, "auto-made", auto_create=True)
         assert first["error_code"] in (0, 5)  # LEADER_NOT_AVAILABLE while it is being created
         topic = wait_until(lambda: (t := metadata(conn, "auto-made")) and t["error_code"] == 0 and t,
                            timeout_s=20, message="auto-created topic has leaders")
         assert len(topic["partitions"]) == 1  # num.partitions default
+        # default.replication.factor: 3 on the three-broker cluster, as every topic there.
+        assert replication_factors(bootstrap, "auto-made") == {rafka_cluster.broker_count}
         assert metadata(conn, "bad name!", auto_create=True)["error_code"] == 17
 
 
@@ -74,11 +83,10 @@ def test_kafka_python_producer_auto_creates_its_topic(bootstrap):
     assert meta.offset == 0
 
 
+@pytest.mark.replicated
 def test_list_offsets_earliest_latest_and_by_timestamp(bootstrap):
-    with KafkaConnection.to(bootstrap) as conn:
-        conn.request(CREATE_TOPICS, 5, {"topics": [{"name": "by-time", "num_partitions": 1,
-                                                    "replication_factor": 1, "assignments": [], "configs": []}],
-                                        "timeout_ms": 30000, "validate_only": False})
+    create_topic(bootstrap, "by-time")
+    with leader_connection(bootstrap, "by-time") as conn:
         for batch in range(5):
             records = [Record(batch * 10 + i, 1_000_000 + (batch * 10 + i) * 100, b"k", b"v") for i in range(10)]
             assert produce(conn, "by-time", records)["base_offset"] == batch * 10

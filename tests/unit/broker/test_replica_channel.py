@@ -143,3 +143,33 @@ def test_a_read_failing_on_disk_answers_a_storage_error_and_the_channel_keeps_se
         monkeypatch.setattr(replica._log, "read", real_read)
         assert (await channel.read(3, 1 << 20)).next_offset == 6
     run_with_replica(short_dir, scenario)
+
+
+def test_two_clusters_on_one_machine_keep_their_own_replica_sockets(short_dir):
+    """Broker 0 of two clusters in the same Ray namespace, each with a replica of topic t: each
+    front end reaches its own replica, also after the other closes (which removes its socket)."""
+    from rafka.partition_worker.data_channel import socket_path
+
+    async def main() -> None:
+        replicas, paths = [], []
+        for cluster in ("a", "b"):
+            log_dir = str(short_dir / cluster / "logs")
+            paths.append(socket_path("rafka", "replica:0:t-0", log_dir, "some-topic-id"))
+            replicas.append(PartitionReplica(0, TopicPartition("t", 0), log_dir, CONFIG, paths[-1]))
+            assert replicas[-1].become(LeaderAndIsr(0, 1, (0,), (0,), 1)) is ErrorCode.NONE
+            await replicas[-1].ready()
+        channels = [ReplicaChannel(None, path) for path in paths]
+        try:
+            assert (await channels[0].append(batch(1), 1)).base_offset == 0
+            assert (await channels[1].append(batch(2), 1)).base_offset == 0
+            replicas[0].close()
+            channels[0].close()
+            again = ReplicaChannel(None, paths[1])   # a new connection: still cluster b's replica
+            channels.append(again)
+            assert (await again.append(batch(), 1)).base_offset == 2
+            assert replicas[1].status().log_end_offset == 5
+        finally:
+            for channel in channels:
+                channel.close()
+            replicas[1].close()
+    asyncio.run(main())

@@ -20,11 +20,11 @@ TP = TopicPartition("t", 0)
 
 
 class Pair:
-    """Replicas of broker 1 and 2, each with a channel to its data socket."""
+    """Replicas of broker 1 and 2 (of `tp`), each with a channel to its data socket."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, tp: TopicPartition = TP) -> None:
         self.root = root
-        self.replicas = {b: PartitionReplica(b, TP, str(root / f"b{b}"), CONFIG, str(root / f"{b}.sock"))
+        self.replicas = {b: PartitionReplica(b, tp, str(root / f"b{b}"), CONFIG, str(root / f"{b}.sock"))
                          for b in (A, B)}
         self.channels: dict[int, ReplicaChannel] = {}
 
@@ -67,9 +67,9 @@ def log_bytes(root: Path, broker: int) -> bytes:
     return b"".join(p.read_bytes() for p in sorted((root / f"b{broker}" / str(TP)).glob("*.log")))
 
 
-def run(short_dir, scenario) -> None:
+def run(short_dir, scenario, tp: TopicPartition = TP) -> None:
     async def main() -> None:
-        pair = await Pair(short_dir).start()
+        pair = await Pair(short_dir, tp).start()
         try:
             await scenario(pair)
         finally:
@@ -127,3 +127,57 @@ def test_follower_appends_are_refused_by_a_leader_a_leaderless_replica_and_off_t
         again = await pair.channels[B].follower_append(batch(), 0, 0)   # offsets 0-2 again: not at the log end
         assert again.error is not ErrorCode.NONE and again.log_end_offset == 3
     run(short_dir, scenario)
+
+
+def test_a_new_leader_reads_its_own_log_end_past_the_high_watermark_it_was_told_as_a_follower(short_dir):
+    """A follower's high watermark is what the leader last told it, one fetch behind: after a
+    failover the new leader's high watermark lags its log end until its followers fetch.
+    Consumers read up to the high watermark; the broker's own read (the group coordinator
+    loading __consumer_offsets, Kafka's FetchIsolation.LOG_END) reads up to the log end."""
+    async def scenario(pair: Pair) -> None:
+        pair.lead(A, 1)
+        assert (await pair.channels[A].append(batch(), 1)).base_offset == 0
+        await pair.fetch_once(A, B, 1)                 # B holds 0-2, told high watermark 0
+        pair.lead(B, 2)                                # A is gone; B leads, A still in its ISR
+        consumer = await pair.channels[B].read(0, 1 << 20)
+        assert (consumer.error, consumer.high_watermark, consumer.regions) == (ErrorCode.NONE, 0, ())
+        own = await pair.channels[B].read_log_end(0, 1 << 20)
+        assert (own.error, own.high_watermark, own.next_offset, own.committed_end) == (ErrorCode.NONE, 0, 3, -1)
+        assert b"".join(read_region(r) for r in own.regions) == log_bytes(short_dir, B)
+        assert (await pair.channels[B].read_log_end(3, 1 << 20)).regions == ()   # at the log end: nothing
+        assert (await pair.channels[A].read_log_end(0, 1 << 20)).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    run(short_dir, scenario)
+
+
+def test_a_new_group_coordinator_loads_the_offsets_its_replica_holds_past_the_high_watermark(short_dir):
+    """The front end of a broker that comes to lead __consumer_offsets-0 loads every commit its
+    replica holds, not only those below the high watermark it was told as a follower: a commit
+    acknowledged by the old coordinator (acks=all: the follower had it) is never lost."""
+    from rafka.common.types import OFFSETS_TOPIC
+    from rafka.coordinator.group import offsets_records as records
+    from rafka.coordinator.group.group_coordinator import GroupSettings
+    from rafka.coordinator.group.group_messages import CommittedOffset
+    from rafka.net.frontend_actor import Frontend
+
+    tp = TopicPartition(OFFSETS_TOPIC, 0)
+
+    async def scenario(pair: Pair) -> None:
+        pair.lead(A, 1)
+        for offset in (10, 20):   # two commits of group g on A, both fetched by B
+            commit = records.records_for_commit("g", {("orders", 0): CommittedOffset(offset)})
+            assert (await pair.channels[A].append(records.encode_offsets_batch(commit, 1_700_000_000_000), 1)).error \
+                is ErrorCode.NONE
+            await pair.fetch_once(A, B, 1)
+        assert pair.replicas[B].status().high_watermark == 1   # told before the second commit was fetched
+        pair.lead(B, 2)
+        frontend = Frontend(B, "127.0.0.1", 0, None, group_settings=GroupSettings(partitions=1))
+        frontend.update_leaders({tp: (None, str(short_dir / f"{B}.sock"))})   # LeaderAndIsr: B leads it
+        for _ in range(200):
+            if frontend.groups.check("g") is ErrorCode.NONE:
+                break
+            await asyncio.sleep(0.01)
+        code, found = frontend.groups.fetch_offsets("g", [("orders", 0)])
+        assert code is ErrorCode.NONE and found[("orders", 0)].offset == 20
+        await frontend.groups.stop()
+        frontend.update_leaders({})
+    run(short_dir, scenario, tp)

@@ -31,7 +31,8 @@ def test_produce_results_round_trip():
 
 
 def test_read_and_fetch_result_round_trip():
-    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 500))) == (42, 1 << 20, 500)
+    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 500))) == (42, 1 << 20, 500, False)
+    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 0, up_to_log_end=True))) == (42, 1 << 20, 0, True)
     result = FetchResult(ErrorCode.NONE, 100, 100, 0, (Region("/data/t-0/00000000000000000000.log", 0, 4096, 7),
                                                       Region("/data/t-0/00000000000000000090.log", 12, 99, 2**40)),
                          next_offset=95, committed_end=4096)
@@ -42,3 +43,15 @@ def test_socket_paths_fit_the_unix_limit_even_for_long_topic_names():
     path = dc.socket_path("rafka", "replica:0:" + "t" * 249 + "-0")
     assert len(path.encode()) < 107
     assert path != dc.socket_path("rafka", "replica:1:" + "t" * 249 + "-0")
+
+
+def test_socket_paths_differ_by_cluster_log_dir_and_topic_incarnation():
+    """Actor names repeat in every cluster: two clusters on one machine in the same namespace
+    (each broker 0 with a replica of topic t) must not share a socket, nor a topic deleted and
+    created again (a new topic id) its old replica's."""
+    name, first, second = "replica:0:t-0", "11111111-1111-1111-1111-111111111111", "2222"
+    path = dc.socket_path("rafka", name, "/data/a/broker-0/logs", first)
+    assert path == dc.socket_path("rafka", name, "/data/a/broker-0/logs", first)
+    assert path != dc.socket_path("rafka", name, "/data/b/broker-0/logs", first)
+    assert path != dc.socket_path("rafka", name, "/data/a/broker-0/logs", second)
+    assert len(dc.socket_path("rafka", "replica:0:" + "t" * 249 + "-0", "/d" * 2000, first).encode()) < 107
