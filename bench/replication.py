@@ -7,7 +7,8 @@ driver; zookeeper.session.timeout.ms=6000, min.insync.replicas=2) it measures, w
 confluent-kafka (linger.ms=5, no idempotence, a fresh 3-partition topic per case, deleted
 after it):
   1. produce records/s and MB/s, and ack latency p50/p99/p99.9 (produce() call to its delivery
-     callback, every record stamped with time.perf_counter) for acks=1 RF=1, acks=1 RF=3 and
+     callback, every 8th record stamped with time.perf_counter, the rest counted in the
+     topic afterwards) for acks=1 RF=1, acks=1 RF=3 and
      acks=all RF=3, at 100 B and 1 KiB records; each producer is timed from its first
      acknowledged record (bench/_kafka.py says why) and its queue holds at most 100,000 records
      (librdkafka's default), so latency at full speed is mostly time spent queued;
@@ -57,13 +58,14 @@ from typing import Any
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # Ray on 127.0.0.1, before ray is imported
 sys.path.append(str(Path(__file__).resolve().parent.parent))  # for tools.failover_drill
 
+import _cpu_profile
 import _kafka
 import _procmem
 from _kafka import PhaseError
 from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
 from _results import MB, MIB, Row, render_table
-from confluent_kafka import Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from tests.waiting import wait_until
 from tools.failover_drill import drill_config, partition_view
@@ -78,6 +80,8 @@ MIN_INSYNC_REPLICAS = 2
 CASES = (("acks=1 RF=1", "1", 1), ("acks=1 RF=3", "1", 3), ("acks=all RF=3", "all", 3))
 BASE_CASE, REPLICATED_CASE = CASES[0][0], CASES[-1][0]
 HALF_LOAD = 0.5
+# One record in this many carries a delivery callback that notes its latency.
+LATENCY_SAMPLE_EVERY = 8
 HALF_LOAD_SUFFIX = " @ half load"
 THROUGHPUT_TARGET = 0.5
 LATENCY_TARGET_MS = 20.0
@@ -186,6 +190,7 @@ class Results:
     load_average: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # "start"/"end"
     settings: dict[str, Any] = field(default_factory=dict)
     memory_mib: dict[str, list[float]] = field(default_factory=dict)  # role -> PSS of each process, MiB
+    profiles: list["Profile"] = field(default_factory=list)
 
     def summary(self, case: str, record_size: int) -> CaseSummary | None:
         runs = tuple(r for r in self.runs if r.case == case and r.record_size == record_size)
@@ -214,6 +219,7 @@ class Results:
             "failovers": [failover(f) for f in self.failovers],
             "failover_failed_deliveries": self.failover_errors,
             "memory_pss_mib": self.memory_mib,
+            "profiles": [profile_json(p) for p in self.profiles],
             "cores": os.cpu_count(),
             "load_average": self.load_average,
             "failures": self.failures,
@@ -239,10 +245,13 @@ def produce_run(bootstrap: str, topic: str, case: tuple[str, str, int], record_s
     """Produce `records` records to `topic`, as fast as the client goes or paced at
     `rate_per_s`, noting each record's ack latency.
 
-    Every produce() passes its own perf_counter stamp to its delivery callback (a
-    functools.partial, no lookup table), and the callback appends the difference: about a
-    microsecond of Python per record. The loop serves callbacks every 1,024 records, and
-    while paced whenever it waits, so a callback runs within about a millisecond of its ack.
+    Every LATENCY_SAMPLE_EVERY-th produce() passes its own perf_counter stamp to its delivery
+    callback (a functools.partial, no lookup table), and the callback appends the difference;
+    the other records carry no callback, so the client spends no Python on them (Kafka's
+    ProducerPerformance samples its latencies too). That nothing unsampled was lost is checked
+    apart: the topic's high watermarks must add up to every record sent. The loop serves
+    callbacks every 1,024 records, and while paced whenever it waits, so a callback runs within
+    about a millisecond of its ack.
     """
     label, acks, replication_factor = case
     clock = time.perf_counter
@@ -275,7 +284,10 @@ def produce_run(bootstrap: str, topic: str, case: tuple[str, str, int], record_s
                 continue
         while i < due:
             try:
-                send(topic, payload, on_delivery=partial(delivered, clock()))
+                if i % LATENCY_SAMPLE_EVERY:
+                    send(topic, payload)
+                else:
+                    send(topic, payload, on_delivery=partial(delivered, clock()))
             except BufferError:
                 poll(0.005)
                 continue
@@ -290,11 +302,33 @@ def produce_run(bootstrap: str, topic: str, case: tuple[str, str, int], record_s
         raise PhaseError(f"produce to {topic}: {remaining} records unacknowledged after {timeout_s:.0f} s")
     if failed:
         raise PhaseError(f"produce to {topic}: {len(failed)} records failed, first: {failed[0]}")
+    check_all_stored(bootstrap, topic, records)
     latencies.sort()
     ms = [1000 * percentile(latencies, q) for q in (0.5, 0.99, 0.999, 1.0)]
     name = label + (HALF_LOAD_SUFFIX if rate_per_s is not None else "")
     return ProduceRun(name, acks, replication_factor, record_size, timed, elapsed, timed / (last_sent - started),
                       *ms, offered_rps=rate_per_s)
+
+
+def high_watermarks(bootstrap: str, topic: str) -> int:
+    """The sum of `topic`'s partitions' high watermarks (records in a fresh topic)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+    # ListOffsets, not a consumer: a consumer's group would create __consumer_offsets, whose
+    # replicas would cost the later cases CPU.
+    asked = {TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)}
+    return sum(f.result().offset for f in admin.list_offsets(asked, request_timeout=10).values())
+
+
+def check_all_stored(bootstrap: str, topic: str, records: int) -> None:
+    """Every record sent to the fresh `topic` is in it: unsampled records have no callback to
+    report a failure, so their count is checked here (a follower may still be catching up
+    after acks=1, hence the wait)."""
+    try:
+        wait_until(lambda: high_watermarks(bootstrap, topic) >= records, 60, interval_s=0.5,
+                   message="every record stored")
+    except AssertionError:
+        raise PhaseError(f"produce to {topic}: only {high_watermarks(bootstrap, topic):,} of {records:,} records"
+                         " are in the topic") from None
 
 
 def isr_full(admin: AdminClient, topic: str, replication_factor: int) -> bool:
@@ -507,6 +541,162 @@ def failover_phase(results: Results, cluster: Any, rate_per_s: int) -> None:
     run_phase(results, "failover", run, 2 * 3 * STEP_TIMEOUT_S + 120)
 
 
+# -- where the time goes ------------------------------------------------------------------
+
+PROFILE_WINDOW_S = 10.0
+PROFILE_WARMUP_S = 2.0
+# The roles whose CPU is summed; py-spy samples one process of each of the first four.
+PROFILED_ROLES = ("leader front end", "leader replica", "follower front end", "follower replica")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """acks=all RF=3 paced at `rate` records/s of `record_size` B: CPU by role over a window
+    (no profiler attached), then the hottest frames of one process per role (py-spy attached)."""
+
+    record_size: int
+    rate: float
+    cpu: _cpu_profile.CpuWindow
+    latency: ProduceRun
+    frames: dict[str, _cpu_profile.HotFrames]
+    latency_sampled: ProduceRun | None
+
+
+def cpu_roles(cluster: Any, topic: str, leader_of: dict[int, int]) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """Every process of the run by role (the machine's rest is 'other'), and for partition 0 one
+    pid per PROFILED_ROLES entry: its leader broker's front end and replica, a follower's."""
+    from rafka.actors import ray_env
+    from rafka.actors.naming import parse_actor_name
+
+    roles: dict[str, list[int]] = {"client (producer + Ray driver)": [os.getpid()]}
+    chosen: dict[str, int] = {}
+    known = {os.getpid()}
+    for broker_id, handle in cluster.brokers.items():
+        pids = ray_env.ray.get(handle.actor.replica_pids.remote(), timeout=30)
+        for name, pid in pids.items():
+            actor = parse_actor_name(name)
+            if actor.kind == "replica" and actor.tp.topic == topic:
+                role = "replicas of the topic"
+                if actor.tp.partition == 0:
+                    chosen["leader replica" if leader_of[0] == broker_id else "follower replica"] = pid
+            elif actor.kind == "replica":
+                role = "other replicas"
+            elif actor.kind == "frontend":
+                role = "front ends"
+                if leader_of[0] == broker_id:
+                    chosen["leader front end"] = pid
+                elif "follower front end" not in chosen:
+                    chosen["follower front end"] = pid
+            else:
+                role = "coordinators"
+            roles.setdefault(role, []).append(pid)
+            known.add(pid)
+    roles["Ray services and ZooKeeper"] = [pid for pid in _procmem.descendants(os.getpid()) if pid not in known]
+    return roles, chosen
+
+
+def profile_case(cluster: Any, record_size: int, rate: float, workdir: Path) -> Profile:
+    """Two paced acks=all runs on a fresh RF=3 topic: the first with /proc CPU sampling only,
+    the second with py-spy on the chosen processes (its latency shows py-spy's own cost)."""
+    bootstrap = cluster.bootstrap_servers
+    records = int(rate * (PROFILE_WARMUP_S + PROFILE_WINDOW_S + 2))
+    case = CASES[-1]
+    with fresh_topic(bootstrap, f"bench-repl-profile-{record_size}-{int(time.time() * 1000)}", BROKERS) as topic:
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+        roles, chosen = cpu_roles(cluster, topic, leaders(admin, topic))
+        sampler = _cpu_profile.CpuSampler(roles)
+        window: list[_cpu_profile.CpuWindow] = []
+
+        def sample_cpu() -> None:
+            time.sleep(PROFILE_WARMUP_S)  # the producer's ramp: measure the steady rate only
+            sampler.start()
+            time.sleep(PROFILE_WINDOW_S)
+            window.append(sampler.stop())
+
+        sampling = threading.Thread(target=sample_cpu, daemon=True)
+        sampling.start()
+        latency = produce_run(bootstrap, topic, case, record_size, records, rate)
+        sampling.join()
+        if not window:
+            raise PhaseError("the CPU window did not close before the paced run ended")
+        spies: dict[str, tuple[Any, Path]] = {}
+
+        def sample_stacks() -> None:
+            time.sleep(PROFILE_WARMUP_S)
+            for role in PROFILED_ROLES:
+                out = workdir / f"{role.replace(' ', '-')}-{record_size}.txt"
+                spy = _cpu_profile.start_py_spy(chosen[role], PROFILE_WINDOW_S, out) if role in chosen else None
+                if spy is not None:
+                    spies[role] = (spy, out)
+
+        stacks = threading.Thread(target=sample_stacks, daemon=True)
+        stacks.start()
+        sampled = produce_run(bootstrap, topic, case, record_size, records, rate)
+        stacks.join()
+        frames = {}
+        for role, (spy, out) in spies.items():
+            spy.wait(timeout=PROFILE_WINDOW_S + 30)
+            if (hot := _cpu_profile.read_hot_frames(out)) is not None:
+                frames[role] = hot
+        return Profile(record_size, rate, window[0], latency, frames, sampled if spies else None)
+
+
+def profile_phase(results: Results, cluster: Any) -> None:
+    """Where the time goes at half load: for each record size, half the median rate of this
+    run's full-speed acks=all runs, or of a full-speed run made here when the throughput phase
+    did not run."""
+    for size in RECORD_SIZES:
+        def run(size: int = size) -> Profile:
+            full = results.summary(REPLICATED_CASE, size)
+            if full is None:
+                full_run = produce_case(cluster.bootstrap_servers, CASES[-1], size, DEFAULT_RECORDS[size])
+                log(f"  full speed {full_run.rps:,.0f} rec/s")
+                rate = HALF_LOAD * full_run.rps
+            else:
+                rate = HALF_LOAD * full.median("rps")
+            with tempfile.TemporaryDirectory(prefix="rafka-bench-profile-") as workdir:
+                return profile_case(cluster, size, rate, Path(workdir))
+
+        profile = run_phase(results, f"where the time goes, {REPLICATED_CASE} {size_label(size)} at half load", run,
+                            600)
+        if profile is not None:
+            results.profiles.append(profile)
+            log(f"  {profile.rate:,.0f} rec/s: machine {100 * profile.cpu.machine_busy:.0f}% busy, ack p99"
+                f" {profile.latency.p99_ms:.1f} ms")
+
+
+def profile_json(p: Profile) -> dict[str, Any]:
+    return {"record_size": p.record_size, "rate": p.rate, "window_s": p.cpu.seconds,
+            "machine_busy": p.cpu.machine_busy, "cores_by_role": {r: p.cpu.cores(r) for r in p.cpu.by_role},
+            "latency": asdict(p.latency), "latency_with_py_spy": asdict(p.latency_sampled) if p.latency_sampled else None,
+            "hot_frames": {role: asdict(hot) for role, hot in p.frames.items()}}
+
+
+def profile_text(results: Results) -> list[str]:
+    lines: list[str] = []
+    cores = os.cpu_count() or 1
+    for p in results.profiles:
+        lines.append(f"where the time goes: {REPLICATED_CASE}, {size_label(p.record_size)} paced at {p.rate:,.0f} rec/s;"
+                     f" CPU over {p.cpu.seconds:.0f} s of it: machine {100 * p.cpu.machine_busy:.0f}% busy"
+                     f" ({p.cpu.machine_busy * cores:.2f} of {cores} cores); ack latency p50 {p.latency.p50_ms:.1f}"
+                     f" p99 {p.latency.p99_ms:.1f} p99.9 {p.latency.p999_ms:.1f} ms")
+        accounted = 0.0
+        for role in p.cpu.by_role:
+            accounted += p.cpu.cores(role)
+            lines.append(f"  {role:<32} {p.cpu.cores(role):5.2f} cores over {p.cpu.processes.get(role, 0)} processes")
+        lines.append(f"  {'anything else on the machine':<32} {max(0.0, p.cpu.machine_busy * cores - accounted):5.2f}"
+                     " cores")
+        if p.latency_sampled is not None:
+            lines.append(f"  py-spy (100 Hz, nonblocking) on partition 0's leader and a follower, a second run: ack p99"
+                         f" {p.latency_sampled.p99_ms:.1f} ms with it attached")
+        for role, hot in p.frames.items():
+            lines.append(f"  {role}: {hot.samples} samples; self: " +
+                         ", ".join(f"{f} {100 * s:.0f}%" for f, s in hot.self_share[:6]))
+            lines.append(f"  {'':<{len(role)}}  inclusive: " +
+                         ", ".join(f"{f} {100 * s:.0f}%" for f, s in hot.inclusive_share[:6]))
+    return lines
+
+
 # -- memory ------------------------------------------------------------------------------
 
 MEMORY_RECORDS = 20_000
@@ -614,6 +804,7 @@ def measurements_text(results: Results) -> str:
     if results.failover_errors:
         lines.append(f"  failed deliveries meanwhile: {results.failover_errors}")
     lines.extend(memory_text(results))
+    lines.extend(profile_text(results))
     lines.append("limits:")
     if results.load_average:
         load = ", ".join(f"{k} {v[0]:.1f}" for k, v in results.load_average.items())
@@ -651,7 +842,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="runs of each produce case; the figures show the median and range (default 1)")
     parser.add_argument("--failover-rate", type=int, default=DEFAULT_FAILOVER_RATE,
                         help=f"records/s of the producer during failover (default {DEFAULT_FAILOVER_RATE:,})")
-    parser.add_argument("--only", choices=("throughput", "failover", "memory"), help="run only this phase")
+    parser.add_argument("--only", choices=("throughput", "failover", "memory", "profile"),
+                        help="run only this phase (profile runs only when named here or with --profile)")
+    parser.add_argument("--profile", action="store_true",
+                        help="after the other phases (or the throughput phase alone), show where the time goes at"
+                             " half load: CPU by process role"
+                             " and, when py-spy is installed, the hottest frames of leader and follower")
     parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format (default text)")
     parser.add_argument("--data-dir", type=Path,
                         help="where the brokers and ZooKeeper keep their data (default: a fresh temporary"
@@ -690,6 +886,8 @@ def main(argv: list[str] | None = None) -> int:
                 memory_phase(results, cluster)
             if args.only in (None, "failover"):
                 failover_phase(results, cluster, args.failover_rate)
+            if args.only == "profile" or (args.profile and args.only in (None, "throughput")):
+                profile_phase(results, cluster)
     results.load_average["end"] = os.getloadavg()
     log(f"finished in {time.perf_counter() - started:.0f} s")
     print_report(results, args.output)
