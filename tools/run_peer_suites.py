@@ -1,0 +1,231 @@
+#!/usr/bin/env python
+"""Run the Kafka clients' own test suites against a fresh one-broker rafka, each suite twice,
+and say which tests failed every time (failures) and which only sometimes (flakes).
+
+The suites come from the clients' repositories (../shared/PEER-SUITES.md); this script does
+not fetch them. Give each checkout's path and a virtualenv that has the client and its test
+requirements installed (the README of tools/peer_suites/ says how these were made):
+
+    .venv/bin/python tools/run_peer_suites.py \\
+        --kafka-python /tmp/peer/kp:/tmp/peer/kpvenv \\
+        --aiokafka /tmp/peer/aio:/tmp/peer/aiovenv \\
+        --confluent-kafka /tmp/peer/ck:/tmp/peer/ckvenv --runs 2
+
+Per run: a fresh data dir and broker (`rafka up --detach`, the suite's properties over
+deploy/server.properties), the suite's pytest with a JUnit XML report, then `rafka down`.
+aiokafka has no switch for an external broker: its tests/conftest.py gets the fixtures of
+tools/peer_suites/aiokafka_conftest_tail.py appended (once), active with AIOKAFKA_BROKER set.
+
+Progress goes to stderr; the result to stdout (text, or --output json). Exit 0 when every
+suite ran and no test failed in every run, 1 when some test did, 2 when a suite could not run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+AIOKAFKA_TAIL = ROOT / "tools" / "peer_suites" / "aiokafka_conftest_tail.py"
+TAIL_MARK = "# --- rafka: run against a running broker"
+
+
+@dataclass(frozen=True)
+class Suite:
+    """How to run one client's suite: broker properties, environment, pytest arguments."""
+
+    name: str
+    properties: dict[str, str]
+    pytest_args: tuple[str, ...]
+
+    def environment(self, bootstrap: str, work: Path) -> dict[str, str]:
+        env = {"kafka-python": {"KAFKA_VERSION": "4.1.0", "KAFKA_URI": f"PLAINTEXT://{bootstrap}",
+                                "KAFKA_ROOT": str(work / "kroot")},
+               "aiokafka": {"AIOKAFKA_BROKER": bootstrap},
+               "confluent-kafka": {"BROKERS": bootstrap}}[self.name]
+        return {**os.environ, **env}
+
+
+COMMON_PROPERTIES = {"auto.create.topics.enable": "true", "group.min.session.timeout.ms": "1000",
+                     "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "8"}
+SUITES = {
+    "kafka-python": Suite("kafka-python", {**COMMON_PROPERTIES, "num.partitions": "4"},
+                          ("test/integration", "--timeout", "300")),
+    "aiokafka": Suite("aiokafka", {**COMMON_PROPERTIES, "num.partitions": "2"},
+                      ("tests", "--docker-image", "aiolibs/kafka:2.13_2.8.1", "--no-pull", "--timeout", "120")),
+    "confluent-kafka": Suite("confluent-kafka", {**COMMON_PROPERTIES, "num.partitions": "4"},
+                             ("tests/integration/admin", "tests/integration/consumer", "tests/integration/producer",
+                              "tests/integration/integration_test.py", "tests/integration/serialization",
+                              "--timeout", "300")),
+}
+
+
+@dataclass
+class SuiteResult:
+    """Each run's outcome per test id ('passed', 'failed', 'error', 'skipped')."""
+
+    suite: str
+    runs: list[dict[str, str]] = field(default_factory=list)
+    problem: str | None = None
+
+    def failures(self) -> list[str]:
+        """Tests that failed or erred in every run."""
+        return sorted(t for t in self._bad() if all(run.get(t) in ("failed", "error") for run in self.runs))
+
+    def flakes(self) -> list[str]:
+        """Tests that failed in some runs and passed in others."""
+        return sorted(set(self._bad()) - set(self.failures()))
+
+    def _bad(self) -> set[str]:
+        return {t for run in self.runs for t, outcome in run.items() if outcome in ("failed", "error")}
+
+    def counts(self) -> list[dict[str, int]]:
+        return [{o: sum(1 for v in run.values() if v == o) for o in ("passed", "failed", "error", "skipped")}
+                for run in self.runs]
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def write_properties(path: Path, overrides: dict[str, str]) -> None:
+    """deploy/server.properties with `overrides` in place of (or after) its keys."""
+    lines, seen = [], set()
+    for line in (ROOT / "deploy" / "server.properties").read_text().splitlines():
+        key = line.split("=", 1)[0].strip()
+        if not line.lstrip().startswith("#") and key in overrides:
+            lines.append(f"{key}={overrides[key]}")
+            seen.add(key)
+        else:
+            lines.append(line)
+    lines += [f"{k}={v}" for k, v in overrides.items() if k not in seen]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def outcomes(junit_xml: Path) -> dict[str, str]:
+    """test id -> outcome from a pytest JUnit XML report."""
+    found: dict[str, str] = {}
+    for case in ET.parse(junit_xml).getroot().iter("testcase"):
+        test = f"{case.get('classname')}::{case.get('name')}"
+        kinds = {child.tag for child in case}
+        found[test] = ("failed" if "failure" in kinds else "error" if "error" in kinds
+                       else "skipped" if "skipped" in kinds else "passed")
+    return found
+
+
+def prepare_aiokafka(checkout: Path) -> None:
+    conftest = checkout / "tests" / "conftest.py"
+    text = conftest.read_text()
+    if TAIL_MARK not in text:
+        conftest.write_text(text + AIOKAFKA_TAIL.read_text())
+
+
+def run_once(suite: Suite, checkout: Path, venv: Path, work: Path, run: int) -> dict[str, str]:
+    """One fresh broker, one pytest run of the suite; the outcomes by test id."""
+    data = work / f"{suite.name}-run{run}"
+    subprocess.run(["rm", "-rf", str(data)], check=True)
+    data.mkdir(parents=True)
+    port = free_port()
+    bootstrap = f"127.0.0.1:{port}"
+    props = data / "server.properties"
+    write_properties(props, {**suite.properties, "listeners": f"PLAINTEXT://{bootstrap}",
+                             "advertised.listeners": f"PLAINTEXT://{bootstrap}",
+                             "log.dirs": str(data / "broker-0" / "logs")})
+    rafka = Path(sys.executable).with_name("rafka")
+    up = subprocess.run([str(rafka), "up", "--config", str(props), "--data-dir", str(data), "--port", str(port),
+                         "--detach"], capture_output=True, text=True)
+    if up.returncode != 0:
+        raise RuntimeError(f"rafka up failed: {up.stderr.strip()[-2000:]}")
+    report = data / "junit.xml"
+    try:
+        log(f"{suite.name} run {run}: broker at {bootstrap}, pytest in {checkout}")
+        started = time.monotonic()
+        with (data / "pytest.log").open("w") as out:
+            subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", *suite.pytest_args, "-p", "no:cacheprovider",
+                            "-q", "-rA", f"--junitxml={report}"],
+                           cwd=checkout, env=suite.environment(bootstrap, work), stdout=out, stderr=subprocess.STDOUT)
+        log(f"{suite.name} run {run}: pytest ended after {time.monotonic() - started:.0f} s (log {data / 'pytest.log'})")
+    finally:
+        subprocess.run([str(rafka), "down", "--data-dir", str(data)], capture_output=True)
+    if not report.exists():
+        raise RuntimeError(f"pytest wrote no report; see {data / 'pytest.log'}")
+    return outcomes(report)
+
+
+def text_report(results: list[SuiteResult]) -> str:
+    lines = []
+    for r in results:
+        if r.problem:
+            lines.append(f"{r.suite}: could not run: {r.problem}")
+            continue
+        counts = "; ".join(f"run {i}: " + ", ".join(f"{n} {o}" for o, n in c.items()) for i, c in
+                           enumerate(r.counts(), 1))
+        lines.append(f"{r.suite}: {counts}")
+        lines += [f"  failed every run: {t}" for t in r.failures()]
+        lines += [f"  flaky (failed in some runs): {t}" for t in r.flakes()]
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name in SUITES:
+        parser.add_argument(f"--{name}", metavar="CHECKOUT:VENV",
+                            help=f"run {name}'s suite from this checkout with this virtualenv")
+    parser.add_argument("--runs", type=int, default=2, help="runs of each suite, to tell flakes (default 2)")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/rafka-peer"),
+                        help="brokers' data and pytest logs (default /tmp/rafka-peer)")
+    parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format (default text)")
+    args = parser.parse_args(argv)
+    if not any(getattr(args, n.replace("-", "_")) for n in SUITES):
+        parser.error("name at least one suite: " + ", ".join(f"--{n} CHECKOUT:VENV" for n in SUITES))
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    results: list[SuiteResult] = []
+    for name, suite in SUITES.items():
+        given = getattr(args, name.replace("-", "_"))
+        if not given:
+            continue
+        checkout, _, venv = given.partition(":")
+        result = SuiteResult(name)
+        results.append(result)
+        try:
+            if not (Path(venv) / "bin" / "python").exists():
+                raise RuntimeError(f"no virtualenv at {venv}")
+            if name == "aiokafka":
+                prepare_aiokafka(Path(checkout))
+            for run in range(1, args.runs + 1):
+                result.runs.append(run_once(suite, Path(checkout).resolve(), Path(venv).resolve(), args.work, run))
+                log(f"{name} run {run}: " + ", ".join(f"{n} {o}" for o, n in result.counts()[-1].items()))
+        except (RuntimeError, OSError, ET.ParseError) as e:
+            result.problem = str(e)
+            log(f"{name}: {e}")
+    if args.output == "json":
+        print(json.dumps([{"suite": r.suite, "problem": r.problem, "counts": r.counts(), "failures": r.failures(),
+                           "flakes": r.flakes(), "runs": r.runs} for r in results], indent=2))
+    else:
+        print(text_report(results))
+    if any(r.problem for r in results):
+        return 2
+    return 1 if any(r.failures() for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
