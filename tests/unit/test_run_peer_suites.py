@@ -1,0 +1,45 @@
+"""The peer-suite runner's bookkeeping: outcomes from JUnit XML and from verbose logs, failures
+told from flakes across runs, and broker properties written over the shipped file."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from tools.run_peer_suites import SuiteResult, outcomes, outcomes_from_log, write_properties
+
+
+def test_junit_outcomes_by_test_id(tmp_path: Path) -> None:
+    report = tmp_path / "junit.xml"
+    report.write_text("""<testsuites><testsuite>
+      <testcase classname="tests.test_a.T" name="test_ok"/>
+      <testcase classname="tests.test_a.T" name="test_bad"><failure message="x"/></testcase>
+      <testcase classname="tests.test_a" name="test_setup"><error message="y"/></testcase>
+      <testcase classname="tests.test_a" name="test_skip"><skipped/></testcase>
+    </testsuite></testsuites>""")
+    assert outcomes(report) == {"tests.test_a.T::test_ok": "passed", "tests.test_a.T::test_bad": "failed",
+                                "tests.test_a::test_setup": "error", "tests.test_a::test_skip": "skipped"}
+
+
+def test_a_cut_short_run_is_read_from_its_verbose_lines(tmp_path: Path) -> None:
+    log = tmp_path / "pytest.log"
+    log.write_text("tests/test_a.py::T::test_ok PASSED   [  1%]\n"
+                   "tests/test_a.py::test_bad FAILED     [  2%]\n"
+                   "tests/test_a.py::test_skip SKIPPED (needs docker)  [  3%]\n"
+                   "FAILED tests/test_a.py::test_bad - AssertionError\n")
+    assert outcomes_from_log(log) == {"tests/test_a.py::T::test_ok": "passed", "tests/test_a.py::test_bad": "failed",
+                                      "tests/test_a.py::test_skip": "skipped"}
+
+
+def test_failing_every_run_is_a_failure_and_sometimes_a_flake() -> None:
+    result = SuiteResult("s", runs=[{"a": "failed", "b": "failed", "c": "passed"},
+                                    {"a": "error", "b": "passed", "c": "passed"}])
+    assert result.failures() == ["a"]
+    assert result.flakes() == ["b"]
+    assert result.counts()[0] == {"passed": 1, "failed": 2, "error": 0, "skipped": 0}
+
+
+def test_properties_replace_the_shipped_keys_and_add_the_rest(tmp_path: Path) -> None:
+    props = tmp_path / "server.properties"
+    write_properties(props, {"num.partitions": "2", "rafka.test.only": "yes"})
+    lines = props.read_text().splitlines()
+    assert "num.partitions=2" in lines and "rafka.test.only=yes" in lines
+    assert sum(1 for line in lines if line.startswith("num.partitions=")) == 1
