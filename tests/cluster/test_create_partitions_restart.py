@@ -16,7 +16,7 @@ def test_added_partitions_survive_a_broker_restart(rafka_cluster, tmp_path):
     try:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers, "log_level": 3})
         admin.create_topics([NewTopic("grown", 1)])["grown"].result(60)
-        admin.create_partitions([NewPartitions("grown", 2)])["grown"].result(60)
+        admin.create_partitions([NewPartitions("grown", 2)], operation_timeout=60)["grown"].result(90)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "log_level": 3})
         producer.produce("grown", b"in-partition-1", partition=1)
         assert producer.flush(60) == 0

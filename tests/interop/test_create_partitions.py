@@ -122,6 +122,7 @@ def test_kafka_python_admin_grows_a_topic_that_then_serves(rafka_cluster, bootst
         wait_until(lambda: grown_to(bootstrap, "cp-kafka-python", 2), timeout_s=30, message="topic with leaders")
         before = {p: (m["leader_id"], m["leader_epoch"]) for p, m in partitions(bootstrap, "cp-kafka-python").items()}
         pids = replica_pids(rafka_cluster, "cp-kafka-python")
+        assert len(pids) == 2, pids   # one broker, two partitions
         admin.create_partitions({"cp-kafka-python": 5})
         described = admin.describe_topics(["cp-kafka-python"])[0]
     finally:
@@ -153,7 +154,10 @@ def test_confluent_admin_grows_a_topic_that_then_serves(bootstrap):
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("cp-confluent", 2)])["cp-confluent"].result(30)
+    # librdkafka's default operation_timeout is 0: Kafka answers at once (REQUEST_TIMED_OUT, which
+    # librdkafka reports as success) and the partitions are led a moment later.
     admin.create_partitions([NewPartitions("cp-confluent", 5)])["cp-confluent"].result(60)
+    wait_until(lambda: grown_to(bootstrap, "cp-confluent", 5), timeout_s=60, message="five partitions led")
     described = admin.list_topics("cp-confluent", timeout=10).topics["cp-confluent"]
     assert sorted(described.partitions) == [0, 1, 2, 3, 4]
     produce_and_consume_with_confluent(bootstrap, "cp-confluent", range(2, 5))
@@ -170,7 +174,7 @@ def test_new_partitions_are_replicated_with_full_isrs(rafka_cluster, bootstrap):
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic("cp-replicated", 1)])["cp-replicated"].result(30)
-    admin.create_partitions([NewPartitions("cp-replicated", 3)])["cp-replicated"].result(60)
+    admin.create_partitions([NewPartitions("cp-replicated", 3)], operation_timeout=60)["cp-replicated"].result(90)
     brokers = rafka_cluster.broker_count
 
     def full_isrs() -> bool:
