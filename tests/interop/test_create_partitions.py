@@ -1,6 +1,6 @@
 """CreatePartitions (API 37, KIP-195) against the session's broker: Kafka's refusals on the
-wire, validate_only, a zero timeout, kafka-python's and confluent-kafka's admin clients growing
-a topic that is then produced to and consumed from, with the existing partitions left alone,
+wire, validate_only, a zero timeout, kafka-python's, confluent-kafka's and aiokafka's admin
+clients growing a topic that is then produced to and consumed from, with the existing partitions left alone,
 and `rafka topics alter`. The `replicated` test also runs on three brokers with RF=3, where the
 new partitions must reach full ISRs."""
 from __future__ import annotations
@@ -164,6 +164,32 @@ def test_confluent_admin_grows_a_topic_that_then_serves(bootstrap):
     with pytest.raises(Exception) as refused:
         admin.create_partitions([NewPartitions("cp-confluent", 4)])["cp-confluent"].result(30)
     assert "which is higher than the requested 4" in str(refused.value)
+
+
+def test_aiokafka_admin_grows_a_topic_and_refuses_a_shrink(bootstrap):
+    import asyncio
+
+    from aiokafka.admin import AIOKafkaAdminClient, NewPartitions
+    from aiokafka.errors import InvalidPartitionsError
+
+    create_topic(bootstrap, "cp-aiokafka", partitions=1)
+
+    async def run() -> str:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            await admin.create_partitions({"cp-aiokafka": NewPartitions(total_count=3, new_assignments=None)})
+            with pytest.raises(InvalidPartitionsError) as refused:
+                await admin.create_partitions({"cp-aiokafka": NewPartitions(total_count=2, new_assignments=None)})
+            return str(refused.value)
+        finally:
+            await admin.close()
+
+    refusal = asyncio.run(run())
+    # aiokafka sends the request's timeout (its request_timeout_ms): the answer came once all three were led.
+    assert grown_to(bootstrap, "cp-aiokafka", 3)
+    assert "Topic currently has 3 partitions, which is higher than the requested 2." in refusal
+    produce_and_consume_with_confluent(bootstrap, "cp-aiokafka", range(1, 3))
 
 
 @pytest.mark.replicated
