@@ -134,7 +134,7 @@ class AdminService:
         if timeout_ms > 0:
             await self._await_metadata(lambda m: all(has_partitions_with_leaders(m, r.name, r.num_partitions)
                                                      for r in grown), timeout_ms)
-            for r in grown:   # a timeout of 0 reads the metadata as it is now
+            for r in grown:   # each topic's own outcome: the metadata as it is now (a wait of 0)
                 if await self._await_metadata(partial(has_partitions_with_leaders, topic=r.name,
                                                       count=r.num_partitions), 0):
                     done.add(r.name)
