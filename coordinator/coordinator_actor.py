@@ -50,7 +50,7 @@ from rafka.coordinator.broker.replica_launcher import RayReplicaLauncher
 from rafka.coordinator.broker.replica_plan import with_offline_replicas
 from rafka.coordinator.controller.controller import Controller
 from rafka.coordinator.group.group_coordinator import GroupSettings
-from rafka.coordinator.messages import TopicResult, TopicSpec
+from rafka.coordinator.messages import PartitionsSpec, TopicResult, TopicSpec
 from rafka.coordinator.zk.zk_data import BrokerRegistration, ProducerIdBlock
 from rafka.coordinator.zk.zk_store import ZkStore
 from rafka.net.frontend_actor import Frontend
@@ -144,6 +144,8 @@ class BrokerCoordinator:
             watch(self._threadsafe(self._wake.set))
         wake = self._threadsafe(self._wake.set)
         self._zk.watch_log_dir_events(lambda events: wake() if events else None)   # not when they are taken
+        # CreatePartitions rewrites a topic's znode; one data watch per topic (in a thread: many topics).
+        await asyncio.to_thread(self._zk.watch_partition_modifications, wake)
         self._zk.watch_config_changes(self._threadsafe(lambda: asyncio.ensure_future(self._apply_topic_configs())))
         self._tasks = [asyncio.create_task(self._run_controller()), asyncio.create_task(self._checkpoint_periodically())]
         if self._config.log_cleaner_enable and self._config.log_cleaner_threads > 0:
@@ -550,6 +552,10 @@ class BrokerCoordinator:
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]:
         return await self._admin.delete_topics(names, timeout_ms)
+
+    async def create_partitions(self, specs: list[PartitionsSpec], validate_only: bool,
+                                timeout_ms: int) -> list[TopicResult]:
+        return await self._admin.create_partitions(specs, validate_only, timeout_ms)
 
     async def topic_overrides(self, topic: str) -> dict[str, str] | None:
         return await self._admin.topic_overrides(topic)

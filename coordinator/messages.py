@@ -27,3 +27,13 @@ class TopicResult:
     num_partitions: int = -1
     replication_factor: int = -1
     configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PartitionsSpec:
+    """A CreatePartitions entry: grow topic `name` to `count` partitions, placed by the broker
+    or (`assignments`, one replica list per new partition, in partition order) by the client."""
+
+    name: str
+    count: int
+    assignments: tuple[tuple[int, ...], ...] | None = None

@@ -16,7 +16,7 @@ from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
 from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupSettings
-from rafka.coordinator.messages import TopicResult, TopicSpec
+from rafka.coordinator.messages import PartitionsSpec, TopicResult, TopicSpec
 from rafka.coordinator.transaction.producer_ids import ProducerIdManager, ProducerIdSource
 from rafka.net.data_plane import ReplicaChannel
 from rafka.net.replica_fetcher import ReplicaFetcherManager
@@ -154,6 +154,14 @@ class Frontend:
                                                wait_ms=timeout_ms if timeout_ms > 0 else _ADMIN_WAIT_MS)
         except CoordinatorCallError as e:
             return [TopicResult(name, e.code, str(e)) for name in names]
+
+    async def create_partitions(self, specs: list[PartitionsSpec], validate_only: bool,
+                                timeout_ms: int) -> list[TopicResult]:
+        try:
+            return await self._ask_coordinator("create_partitions", specs, validate_only, timeout_ms,
+                                               wait_ms=max(timeout_ms, 0))
+        except CoordinatorCallError as e:
+            return [TopicResult(spec.name, e.code, str(e)) for spec in specs]
 
     async def describe_configs(self, resource_type: int, name: str, keys: list[str] | None) -> list | None:
         """Raises CoordinatorCallError."""

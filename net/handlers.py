@@ -14,7 +14,7 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from rafka.common.errors import ErrorCode, UnsupportedVersionError
 from rafka.common.types import INTERNAL_TOPICS, TopicPartition, topic_name_problem
-from rafka.coordinator.messages import TopicResult, TopicSpec
+from rafka.coordinator.messages import PartitionsSpec, TopicResult, TopicSpec
 from rafka.common.metadata import ClusterMetadata
 from rafka.net.auto_create import TopicAutoCreator
 from rafka.net.config_handlers import CONFIG_APIS, ConfigApis
@@ -35,6 +35,7 @@ API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS = (
 CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, INIT_PRODUCER_ID, DESCRIBE_CLUSTER = (
     apis.CREATE_TOPICS.key, apis.DELETE_TOPICS.key, apis.DELETE_RECORDS.key, apis.INIT_PRODUCER_ID.key,
     apis.DESCRIBE_CLUSTER.key)
+CREATE_PARTITIONS = apis.CREATE_PARTITIONS.key
 BROKER_ENDPOINT = 1  # DescribeCluster's EndpointType (KIP-919): 0 unknown, 1 broker, 2 controller
 NULL_UUID = uuid.UUID(int=0)
 
@@ -51,6 +52,9 @@ class BrokerServices(Protocol):
                             timeout_ms: int) -> list[TopicResult]: ...
 
     async def delete_topics(self, names: list[str], timeout_ms: int) -> list[TopicResult]: ...
+
+    async def create_partitions(self, specs: list[PartitionsSpec], validate_only: bool,
+                                timeout_ms: int) -> list[TopicResult]: ...
 
     async def ensure_offsets_topic(self) -> None:
         """Create `__consumer_offsets` as the group coordinator wants it, if it is missing."""
@@ -84,7 +88,8 @@ def _advertised_ranges() -> dict[int, tuple[int, int]]:
 
 
 IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS,
-               DELETE_RECORDS, INIT_PRODUCER_ID, DESCRIBE_CLUSTER, *GROUP_APIS, *CONFIG_APIS, *REPLICATION_APIS)
+               DELETE_RECORDS, INIT_PRODUCER_ID, DESCRIBE_CLUSTER, CREATE_PARTITIONS, *GROUP_APIS, *CONFIG_APIS,
+               *REPLICATION_APIS)
 
 
 class RequestDispatcher:
@@ -105,6 +110,7 @@ class RequestDispatcher:
             DELETE_RECORDS: self._delete_records,
             INIT_PRODUCER_ID: self._init_producer_id,
             DESCRIBE_CLUSTER: self._describe_cluster,
+            CREATE_PARTITIONS: self._create_partitions,
         }
         # Group APIs also get who asked (client id, host): members are described with them.
         self._context_handlers = {**GroupApis(services).handlers(), **ConfigApis(services).handlers(),
@@ -440,6 +446,21 @@ class RequestDispatcher:
         out += [{"name": None, "topic_id": i, "error_code": ErrorCode.UNKNOWN_TOPIC_ID, "error_message": None}
                 for i in unknown_ids]
         return {"throttle_time_ms": 0, "responses": out}
+
+    async def _create_partitions(self, version: int, body: dict) -> dict:
+        """CreatePartitions v0-3 (KIP-195). A topic named twice is refused as Kafka's KafkaApis
+        refuses it, once; the others go to the broker's coordinator (AdminService)."""
+        names = [t["name"] for t in body["topics"]]
+        duplicates = {n for n in names if names.count(n) > 1}
+        specs = [PartitionsSpec(t["name"], t["count"], None if t.get("assignments") is None
+                                else tuple(tuple(a["broker_ids"]) for a in t["assignments"]))
+                 for t in body["topics"] if t["name"] not in duplicates]
+        results = await self._services.create_partitions(specs, body["validate_only"], body["timeout_ms"]) \
+            if specs else []
+        out = [{"name": r.name, "error_code": r.error, "error_message": r.message} for r in results]
+        out += [{"name": n, "error_code": ErrorCode.INVALID_REQUEST, "error_message": "Duplicate topic in request."}
+                for n in sorted(duplicates)]
+        return {"throttle_time_ms": 0, "results": out}
 
 
 def _reading_on(partitions: list[tuple[dict, Any]], max_wait_ms: int) -> Callable[[int, FetchResult], PendingRead | None]:

@@ -1,34 +1,40 @@
 """`AdminService`: the topic admin APIs a broker answers for its front end.
 
-Any broker takes CreateTopics, DeleteTopics, DescribeConfigs and AlterConfigs; as in
-Kafka's ZooKeeper mode, it validates and writes the request into ZooKeeper
+Any broker takes CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs and
+AlterConfigs; as in Kafka's ZooKeeper mode, it validates and writes the request into ZooKeeper
 (`/brokers/topics/<t>`, `/admin/delete_topics/<t>`, `/config/topics/<t>` plus a change
-notification) and the controller acts on what lands there. CreateTopics and DeleteTopics
-then wait, up to the request's timeout, until this broker's metadata shows the outcome, so a
-client that was answered can use the topic (or no longer sees it).
+notification) and the controller acts on what lands there. CreateTopics, DeleteTopics and
+CreatePartitions then wait, up to the request's timeout, until this broker's metadata shows
+the outcome, so a client that was answered can use the topic (or no longer sees it).
 
-Async; ZooKeeper calls run in a thread. Decisions (validation, assignment) are in `topic_plan`.
+Async; ZooKeeper calls run in a thread. Decisions (validation, assignment) are in `topic_plan`
+and `partition_plan`.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import replace
+from functools import partial
 from typing import Awaitable, Callable
 
 from rafka.common.config import BrokerConfig
 from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.metadata import ClusterMetadata
 from rafka.common.topic_configs import ConfigEntry, describe_broker, describe_topic
+from rafka.common.types import topic_name_problem
+from rafka.coordinator.admin.partition_plan import has_partitions_with_leaders, plan_new_partitions
 from rafka.coordinator.admin.topic_plan import has_leaders, plan_topic, topic_assignment
-from rafka.coordinator.messages import TopicResult, TopicSpec
+from rafka.coordinator.messages import PartitionsSpec, TopicResult, TopicSpec
 from rafka.coordinator.zk.zk_data import ProducerIdBlock, TopicAssignment
-from rafka.coordinator.zk.zk_store import ZkStore
+from rafka.coordinator.zk.zk_store import ZkStore, ZnodeVersionConflictError
 
 state_change = logging.getLogger("rafka.state_change")
 
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4  # DescribeConfigs/AlterConfigs resource types
 AUTO_CREATE_WAIT_MS = 5000              # a timeout of 0 (auto-creation) still waits this long for leaders
 DELETE_WAIT_MS = 30000                  # a DeleteTopics timeout of 0 waits this long
+ASSIGNMENT_WRITE_ATTEMPTS = 5           # CreatePartitions: conditional writes of a topic's znode
 
 AwaitMetadata = Callable[[Callable[[ClusterMetadata], bool], int], Awaitable[bool]]
 
@@ -95,6 +101,64 @@ class AdminService:
                 results = [TopicResult(r.name, ErrorCode.REQUEST_TIMED_OUT, "Deletion is still in progress.",
                                        r.topic_id) if r.name in deleting else r for r in results]
         return results
+
+    async def create_partitions(self, specs: list[PartitionsSpec], validate_only: bool,
+                                timeout_ms: int) -> list[TopicResult]:
+        """CreatePartitions (KIP-195) as Kafka 3.9's ZooKeeper mode answers it: each topic's new
+        partitions are planned (`partition_plan`) and written into `/brokers/topics/<t>` beside
+        the existing ones, which the controller sees and acts on; then, up to `timeout_ms`, the
+        answer waits until this broker's metadata shows every partition with a leader
+        (REQUEST_TIMED_OUT otherwise, and at once for a timeout <= 0: the partitions are still
+        added). While no controller is elected nothing is written: NOT_CONTROLLER, which
+        clients retry."""
+        zk = self._zk
+        if await asyncio.to_thread(zk.controller_id) is None:
+            return [TopicResult(spec.name, ErrorCode.NOT_CONTROLLER) for spec in specs]
+        brokers = {b: reg.rack for b, reg in (await asyncio.to_thread(zk.live_brokers)).items()}
+        deleting = set(await asyncio.to_thread(zk.topics_marked_for_deletion))
+        results: list[TopicResult] = []
+        for spec in specs:
+            if spec.name in deleting:
+                results.append(TopicResult(spec.name, ErrorCode.INVALID_TOPIC_EXCEPTION,
+                                           "The topic is queued for deletion."))
+                continue
+            try:
+                await asyncio.to_thread(self._add_partitions, spec, brokers, validate_only)
+                results.append(TopicResult(spec.name, num_partitions=spec.count))
+            except KafkaError as e:
+                results.append(TopicResult(spec.name, e.code, str(e)))
+        grown = [r for r in results if r.error == ErrorCode.NONE]
+        if validate_only or not grown:
+            return results
+        done: set[str] = set()
+        if timeout_ms > 0:
+            await self._await_metadata(lambda m: all(has_partitions_with_leaders(m, r.name, r.num_partitions)
+                                                     for r in grown), timeout_ms)
+            for r in grown:   # each topic's own outcome: the metadata as it is now (a wait of 0)
+                if await self._await_metadata(partial(has_partitions_with_leaders, topic=r.name,
+                                                      count=r.num_partitions), 0):
+                    done.add(r.name)
+        return [TopicResult(r.name, ErrorCode.REQUEST_TIMED_OUT) if r in grown and r.name not in done else r
+                for r in results]
+
+    def _add_partitions(self, spec: PartitionsSpec, brokers: dict[int, str | None], validate_only: bool) -> None:
+        """Plan `spec` on the topic's znode and (unless `validate_only`) write it, conditional on
+        the version read: a concurrent change (another CreatePartitions) means planning again.
+        Blocking (kazoo): runs in a thread."""
+        for _ in range(ASSIGNMENT_WRITE_ATTEMPTS):
+            read = self._zk.topic_with_version(spec.name) if not topic_name_problem(spec.name) else None
+            existing, version = read if read is not None else (None, -1)
+            added = plan_new_partitions(spec, existing, brokers)
+            if validate_only:
+                return
+            try:
+                self._zk.set_topic_assignment(replace(existing, partitions={**existing.partitions, **added}), version)
+            except ZnodeVersionConflictError:
+                continue
+            state_change.info("[BrokerCoordinator broker=%d] added %d partitions to topic %s: %s",
+                              self._config.broker_id, len(added), spec.name, added)
+            return
+        raise KafkaError(f"The assignment of topic '{spec.name}' kept changing; try again.")
 
     # -- configs -------------------------------------------------------------------------
     async def topic_overrides(self, topic: str) -> dict[str, str] | None:

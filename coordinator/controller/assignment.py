@@ -144,6 +144,16 @@ def rack_alternated_broker_list(racks: Mapping[int, str | None]) -> list[int]:
     return [column[i] for i in range(max(map(len, columns), default=0)) for column in columns if i < len(column)]
 
 
+def enforced_broker_racks(brokers: Brokers) -> dict[int, str | None]:
+    """`broker_racks`, refusing some brokers with a rack and some without as Kafka's
+    AdminZkClient.getBrokerMetadatas(RackAwareMode.Enforced) does (CreatePartitions checks
+    this first, before any topic of the request)."""
+    racks = broker_racks(brokers)
+    if any(rack is not None for rack in racks.values()) and any(rack is None for rack in racks.values()):
+        raise AdminOperationError(NOT_ALL_RACKS_ENFORCED)
+    return racks
+
+
 def assign_new_partitions(topic: str, brokers: Brokers, existing: Mapping[int, Sequence[int]],
                           total_partitions: int) -> dict[int, tuple[int, ...]]:
     """The replicas of the partitions that grow a topic from `existing` to `total_partitions`
@@ -151,9 +161,7 @@ def assign_new_partitions(topic: str, brokers: Brokers, existing: Mapping[int, S
     replication factor, starting at the first broker whose id is at least partition 0's leader,
     partition ids continuing from the existing ones. Some brokers with a rack and some without
     is refused with RackAwareMode.Enforced's message."""
-    racks = broker_racks(brokers)
-    if any(rack is not None for rack in racks.values()) and any(rack is None for rack in racks.values()):
-        raise AdminOperationError(NOT_ALL_RACKS_ENFORCED)
+    racks = enforced_broker_racks(brokers)
     if 0 not in existing:
         raise AdminOperationError(f"Unexpected existing replica assignment for topic '{topic}', partition id 0 "
                                   f"is missing. Assignment: {dict(existing)}")

@@ -301,6 +301,27 @@ class ZkStore(ZkWatches, ZkProducerIdBlocks):
             return None
         return zd.decode_topic(topic, data)
 
+    def topic_with_version(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        """A topic's assignment and the znode version it was read at; None for no such topic."""
+        try:
+            data, stat = self.client.get(zd.topic_path(topic))
+        except NoNodeError:
+            return None
+        return zd.decode_topic(topic, data), stat.version
+
+    def set_topic_assignment(self, assignment: TopicAssignment, expected_version: int) -> int:
+        """Replace `/brokers/topics/<t>` (CreatePartitions: the existing partitions plus the new
+        ones, topic id kept) if the znode is still at `expected_version`; the controller's
+        watch on it then creates the new partitions. The new version;
+        ZnodeVersionConflictError when it changed meanwhile or is gone (read it again)."""
+        path = zd.topic_path(assignment.topic)
+        try:
+            stat = self.client.set(path, zd.encode_topic(assignment), version=expected_version)
+        except (BadVersionError, NoNodeError) as e:
+            raise ZnodeVersionConflictError(f"{path} is no longer at version {expected_version}") from e
+        log.info("updated the assignment of topic %s: %s", assignment.topic, assignment.partitions)
+        return stat.version
+
     def topics(self) -> dict[str, TopicAssignment]:
         """Every topic's assignment by name."""
         result = {}

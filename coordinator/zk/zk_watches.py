@@ -1,5 +1,6 @@
-"""Watches on Kafka's ZooKeeper paths, as a mixin of `ZkStore`: brokers, topics, deletions,
-config changes, ISR change and log dir event notifications and `/controller`.
+"""Watches on Kafka's ZooKeeper paths, as a mixin of `ZkStore`: brokers, topics and each
+topic's assignment, deletions, config changes, ISR change and log dir event notifications and
+`/controller`.
 
 Each helper calls its callback once at once and again on every change, on kazoo's event
 thread: callbacks must be short and hand work to their owner (the coordinator actor only
@@ -51,6 +52,31 @@ class ZkWatches:
     def watch_topics(self, callback: Callable[[list[str]], None]) -> ZkWatch:
         """`callback(sorted topic names)` now and on every change (kazoo thread)."""
         return self._watch_children(zd.BROKER_TOPICS_PATH, sorted, callback)
+
+    def watch_partition_modifications(self, callback: Callable[[str], None]) -> ZkWatch:
+        """`callback(topic)` whenever a topic's `/brokers/topics/<t>` changes, as the watch of
+        Kafka's controller (PartitionModificationsHandler) sees CreatePartitions; also once for
+        each topic when it is first seen (kazoo thread). A deleted topic's watch ends, and a
+        topic created again is watched afresh."""
+        handle, watched = ZkWatch(), set()
+
+        def watch_topic(topic: str) -> None:
+            def on_data(data: bytes | None, stat: ZnodeStat | None) -> bool | None:
+                if handle.cancelled or stat is None:
+                    watched.discard(topic)
+                    return False
+                callback(topic)
+                return None
+            watched.add(topic)
+            DataWatch(self.client, zd.topic_path(topic), on_data)
+
+        def on_topics(topics: list[str]) -> None:
+            for topic in topics:
+                if topic not in watched:
+                    watch_topic(topic)
+
+        self._watch_children(zd.BROKER_TOPICS_PATH, sorted, on_topics)
+        return handle
 
     def watch_delete_topics(self, callback: Callable[[list[str]], None]) -> ZkWatch:
         """`callback(sorted topics marked for deletion)` now and on every change (kazoo thread)."""

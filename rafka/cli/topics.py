@@ -1,9 +1,13 @@
-"""`rafka topics`: list, describe, create and delete topics, like Kafka's kafka-topics.sh,
-over the Kafka protocol of any broker (Metadata, CreateTopics, DeleteTopics, DescribeConfigs).
+"""`rafka topics`: list, describe, create, alter and delete topics, like Kafka's kafka-topics.sh,
+over the Kafka protocol of any broker (Metadata, CreateTopics, CreatePartitions, DeleteTopics,
+DescribeConfigs).
 
 `describe` prints, per topic, its id, partition count, replication factor and config
 overrides, then per partition its leader, replicas, in-sync replicas and offline replicas,
-as kafka-topics.sh --describe does; `--output json` gives the same data to scripts.
+as kafka-topics.sh --describe does; `--output json` gives the same data to scripts. `alter
+TOPIC --partitions N` adds partitions (kafka-topics.sh --alter --partitions), placed by the
+broker or by `--replica-assignment` in Kafka's form: one `broker:broker` list per partition,
+existing ones first (they are skipped, as kafka-topics.sh skips them).
 """
 from __future__ import annotations
 
@@ -16,8 +20,9 @@ from rafka.common.errors import ErrorCode
 from rafka.net.client import KafkaConnection
 from rafka.net.protocol import apis
 
-METADATA, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS = (
-    apis.METADATA.key, apis.CREATE_TOPICS.key, apis.DELETE_TOPICS.key, apis.DESCRIBE_CONFIGS.key)
+METADATA, CREATE_TOPICS, DELETE_TOPICS, DESCRIBE_CONFIGS, CREATE_PARTITIONS = (
+    apis.METADATA.key, apis.CREATE_TOPICS.key, apis.DELETE_TOPICS.key, apis.DESCRIBE_CONFIGS.key,
+    apis.CREATE_PARTITIONS.key)
 TOPIC_RESOURCE = 2
 DYNAMIC_TOPIC_CONFIG = 1   # DescribeConfigs' config_source of a topic's own override
 
@@ -73,6 +78,26 @@ def parse_configs(pairs: list[str]) -> dict[str, str]:
     return out
 
 
+def parse_replica_assignment(text: str) -> list[list[int]]:
+    """kafka-topics.sh's `--replica-assignment` ("0:1,1:2,2:0"): one replica list per partition
+    from partition 0; ValueError for a list with a broker twice or a replication factor other
+    than the first partition's (Kafka's own checks, with its messages)."""
+    out: list[list[int]] = []
+    for i, part in enumerate(text.split(",")):
+        try:
+            brokers = [int(b.strip()) for b in part.split(":")]
+        except ValueError:
+            raise ValueError(f"--replica-assignment {text!r}: {part!r} is not a list of broker ids") from None
+        twice = sorted({b for b in brokers if brokers.count(b) > 1})
+        if twice:
+            raise ValueError("Partition replica lists may not contain duplicate entries: "
+                             + ",".join(map(str, twice)))
+        if out and len(brokers) != len(out[0]):
+            raise ValueError(f"Partition {i} has different replication factor: {brokers}")
+        out.append(brokers)
+    return out
+
+
 # -- the protocol side --------------------------------------------------------------------------
 class TopicAdmin:
     def __init__(self, bootstrap_server: str) -> None:
@@ -101,6 +126,20 @@ class TopicAdmin:
             "assignments": [], "configs": [{"name": k, "value": v} for k, v in configs.items()]}]})
         _raise_for(answer["topics"][0])
 
+    def partition_count(self, topic: str) -> int:
+        """How many partitions `topic` has now; TopicsError when it does not exist."""
+        answer = self.metadata([topic])["topics"][0]
+        if answer["error_code"] != ErrorCode.NONE:
+            raise TopicsError(f"{ErrorCode(answer['error_code']).name}: no such topic: {topic}")
+        return len(answer["partitions"])
+
+    def add_partitions(self, topic: str, count: int, assignments: list[list[int]] | None) -> None:
+        """CreatePartitions v3: grow `topic` to `count` partitions, waiting until they have leaders."""
+        answer = self._conn.request(CREATE_PARTITIONS, 3, {"timeout_ms": 60000, "validate_only": False, "topics": [{
+            "name": topic, "count": count,
+            "assignments": None if assignments is None else [{"broker_ids": a} for a in assignments]}]})
+        _raise_for(answer["results"][0])
+
     def delete(self, topic: str) -> None:
         answer = self._conn.request(DELETE_TOPICS, 3, {"topic_names": [topic], "timeout_ms": 60000})
         _raise_for(answer["responses"][0])
@@ -117,7 +156,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     actions, common = admin_command(sub, "topics", "list, describe, create or delete topics", __doc__, [
         "rafka topics list --bootstrap-server 127.0.0.1:9092",
         "rafka topics create orders --partitions 6 --config retention.ms=86400000",
-        "rafka topics describe orders --output json", "rafka topics delete orders"])
+        "rafka topics describe orders --output json", "rafka topics alter orders --partitions 8",
+        "rafka topics delete orders"])
     actions.add_parser("list", help="every topic's name", parents=[common])
     d = actions.add_parser("describe", help="partitions with leader, replicas and ISR (every topic by default)",
                            parents=[common])
@@ -128,6 +168,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--replication-factor", type=int, default=-1,
                    help="default: the broker's default.replication.factor")
     c.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a topic config (repeatable)")
+    a = actions.add_parser("alter", help="add partitions to a topic (their count only grows)", parents=[common],
+                           formatter_class=argparse.RawDescriptionHelpFormatter, epilog="example: rafka topics alter orders --partitions 8 --replica-assignment "
+                                  "0:1,1:2,2:0,0:2")
+    a.add_argument("topic")
+    a.add_argument("--partitions", type=int, required=True, help="the topic's new partition count")
+    a.add_argument("--replica-assignment", metavar="B:B,B:B,...",
+                   help="replicas of every partition, existing ones first (default: placed by the broker)")
     x = actions.add_parser("delete", help="delete a topic and its data", parents=[common])
     x.add_argument("topic")
 
@@ -139,7 +186,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"Error: cannot reach {args.bootstrap_server}: {e}", file=sys.stderr)
         return 1
     try:
-        return {"list": _list, "describe": _describe, "create": _create, "delete": _delete}[args.action](admin, args)
+        return {"list": _list, "describe": _describe, "create": _create, "alter": _alter,
+                "delete": _delete}[args.action](admin, args)
     except (TopicsError, OSError, ValueError) as e:
         print(f"Error: {e}", file=sys.stderr)
         return 1
@@ -172,6 +220,18 @@ def _describe(admin: TopicAdmin, args: argparse.Namespace) -> int:
 def _create(admin: TopicAdmin, args: argparse.Namespace) -> int:
     admin.create(args.topic, args.partitions, args.replication_factor, parse_configs(args.config))
     print(f"Created topic {args.topic}.")
+    return 0
+
+
+def _alter(admin: TopicAdmin, args: argparse.Namespace) -> int:
+    assignments = None
+    if args.replica_assignment:
+        assignments = parse_replica_assignment(args.replica_assignment)[admin.partition_count(args.topic):]
+    admin.add_partitions(args.topic, args.partitions, assignments)
+    if args.output == "json":
+        print(json.dumps({"topic": args.topic, "partition_count": args.partitions}))
+    else:
+        print(f"Topic {args.topic} now has {args.partitions} partitions.")
     return 0
 
 

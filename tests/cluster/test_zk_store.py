@@ -18,7 +18,7 @@ from rafka.common.types import Endpoint
 from rafka.coordinator.zk import zk_data as zd
 from rafka.coordinator.zk.zk_data import BrokerRegistration, PartitionState, TopicAssignment
 from rafka.coordinator.zk.zk_server import free_port
-from rafka.coordinator.zk.zk_store import PartitionStateConflictError, ZkStore
+from rafka.coordinator.zk.zk_store import PartitionStateConflictError, ZkStore, ZnodeVersionConflictError
 
 
 def wait_until(cond: Callable[[], bool], timeout_s: float = 10.0) -> None:
@@ -225,6 +225,59 @@ def test_watches_report_brokers_and_topics(stores):
     broker.stop()
     wait_until(lambda: brokers[-1] == [])
     handle.cancel()
+
+
+def test_topic_assignment_grows_conditionally_keeping_its_topic_id(stores, zk_raw):
+    """CreatePartitions' write: Kafka's JSON with the topic id kept, only at the version read."""
+    s = stores()
+    topic_id = zd.new_kafka_uuid()
+    s.create_topic(TopicAssignment("grow", topic_id, {0: (1, 2)}))
+    assignment, version = s.topic_with_version("grow")
+    grown = replace(assignment, partitions={0: (1, 2), 1: (2, 1)})
+    assert s.set_topic_assignment(grown, version) == version + 1
+    raw = json.loads(zk_raw.get("/brokers/topics/grow")[0])
+    assert raw["partitions"] == {"0": [1, 2], "1": [2, 1]} and raw["topic_id"] == zd.uuid_to_kafka(topic_id)
+    with pytest.raises(ZnodeVersionConflictError):
+        s.set_topic_assignment(replace(grown, partitions={0: (1, 2), 1: (2, 1), 2: (1, 2)}), version)
+    assert s.topic("grow").partitions == {0: (1, 2), 1: (2, 1)}
+    assert s.topic_with_version("missing") is None
+    with pytest.raises(ZnodeVersionConflictError):
+        s.set_topic_assignment(TopicAssignment("missing", topic_id, {0: (1,)}), 0)
+
+
+def test_partition_modifications_are_watched_per_topic_and_anew_after_recreation(stores):
+    watcher, writer = stores(), stores()
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def note(topic: str) -> None:
+        with lock:
+            seen.append(topic)
+
+    def count(topic: str) -> int:
+        with lock:
+            return seen.count(topic)
+
+    handle = watcher.watch_partition_modifications(note)
+    other: list[str] = []   # a second watch on the same session: it sees what the first would
+    watcher.watch_partition_modifications(other.append)
+    writer.create_topic(TopicAssignment("pm", zd.new_kafka_uuid(), {0: (1,)}))
+    wait_until(lambda: count("pm") == 1)          # first seen
+    assignment, version = writer.topic_with_version("pm")
+    writer.set_topic_assignment(replace(assignment, partitions={0: (1,), 1: (1,)}), version)
+    wait_until(lambda: count("pm") == 2)          # its data changed
+    writer.remove_topic_paths("pm")
+    writer.create_topic(TopicAssignment("pm", zd.new_kafka_uuid(), {0: (1,)}))
+    wait_until(lambda: count("pm") == 3)          # watched again once created again
+    assignment, version = writer.topic_with_version("pm")
+    writer.set_topic_assignment(replace(assignment, partitions={0: (1,), 1: (1,)}), version)
+    wait_until(lambda: count("pm") == 4)
+    handle.cancel()
+    assignment, version = writer.topic_with_version("pm")
+    writer.set_topic_assignment(replace(assignment, partitions={0: (1,), 1: (1,), 2: (1,)}), version)
+    writer.create_topic(TopicAssignment("after-cancel", zd.new_kafka_uuid(), {0: (1,)}))
+    wait_until(lambda: other.count("pm") == 5 and "after-cancel" in other)
+    assert count("pm") == 4 and count("after-cancel") == 0
 
 
 def test_clear_stale_ephemerals_removes_registrations_of_a_dead_run(stores, zk_raw):
