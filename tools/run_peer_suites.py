@@ -50,6 +50,7 @@ class Suite:
     out_of_scope: tuple[str, ...] = ()
 
     def environment(self, bootstrap: str, work: Path) -> dict[str, str]:
+        (work / "kroot").mkdir(parents=True, exist_ok=True)  # kafka-python's fixture wants it to exist
         env = {"kafka-python": {"KAFKA_VERSION": "4.1.0", "KAFKA_URI": f"PLAINTEXT://{bootstrap}",
                                 "KAFKA_ROOT": str(work / "kroot")},
                "aiokafka": {"AIOKAFKA_BROKER": bootstrap},
