@@ -659,7 +659,10 @@ class PartitionReplica:
 
     def truncate_to(self, offset: int) -> int:
         """Drop every batch at or after `offset` (a follower's divergent tail, found with
-        OffsetForLeaderEpoch) and the leader epochs starting there; returns the log end."""
+        OffsetForLeaderEpoch) and the leader epochs starting there; returns the log end. An
+        offline log (its dir failed) changes nothing: its appends are refused anyway."""
+        if self._log.offline:
+            return self._log.log_end_offset
         if self._log.truncate_to(offset):
             self._logger.info("truncated the log to offset %d (log end now %d)", offset, self._log.log_end_offset)
         self._leader_epochs.truncate_from_end(self._log.log_end_offset)
@@ -667,7 +670,10 @@ class PartitionReplica:
         return self._log.log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> int:
-        """Start the log afresh at `offset` (the leader's log starts past this one's end)."""
+        """Start the log afresh at `offset` (the leader's log starts past this one's end);
+        an offline log changes nothing."""
+        if self._log.offline:
+            return self._log.log_end_offset
         self._log.truncate_fully_and_start_at(offset)
         self._leader_epochs.truncate_from_end(0)
         self._state.high_watermark = min(self._state.high_watermark, offset)
