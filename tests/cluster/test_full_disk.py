@@ -13,10 +13,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.cluster.test_replica_death import partitions
+from tests.cluster.test_replica_death import partitions, read
 from tests.small_fs import small_filesystem
 from tests.waiting import wait_until
 
@@ -33,19 +33,6 @@ def produce_one(producer: Producer, topic: str, value: bytes) -> tuple[KafkaErro
     producer.flush(60)
     assert outcome, "no delivery report within 60 s"
     return outcome[0][0], outcome[0][1], time.monotonic() - started
-
-
-def read_all(bootstrap: str, topic: str, count: int) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False,
-                         "fetch.max.bytes": 4 << 20})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got: list[bytes] = []
-    try:
-        wait_until(lambda: got.extend(m.value() for m in consumer.consume(100, timeout=0.5) if m.error() is None)
-                   or len(got) >= count, timeout_s=60, message=f"{count} records read back from {topic}")
-    finally:
-        consumer.close()
-    return got
 
 
 def fill(producer: Producer, topic: str, prefix: bytes) -> tuple[list[bytes], KafkaError, float]:
@@ -91,13 +78,13 @@ def test_a_full_log_dir_answers_storage_error_serves_reads_and_the_other_dir_goe
             again, _, seconds = produce_one(producer, "full", b"after the disk filled")
             assert again is not None and again.code() == KafkaError.KAFKA_STORAGE_ERROR and seconds < 5, again
 
-            assert read_all(bootstrap, "full", len(acked)) == acked     # every acknowledged record
+            assert read(bootstrap, "full", 0, len(acked)) == acked     # every acknowledged record
 
             other = [b"other-%d" % i + bytes(VALUE_BYTES) for i in range(20)]
             for value in other:
                 error, _, _ = produce_one(producer, "other", value)
                 assert error is None, error
-            assert read_all(bootstrap, "other", len(other)) == other
+            assert read(bootstrap, "other", 0, len(other)) == other
             admin.create_topics([NewTopic("later", 1, 1)])["later"].result(60)
             wait_until(lambda: (big / "later-0").is_dir(), message="a new topic placed on the dir that works")
             assert not (small / "later-0").exists()
@@ -148,6 +135,6 @@ def test_a_full_log_dir_moves_the_leadership_of_its_replicas(rafka_cluster, zk_c
                 error, offset, _ = produce_one(producer, "spread", value)
                 assert error is None and offset == len(acked), error
                 acked.append(value)
-            assert read_all(bootstrap, "spread", len(acked)) == acked
+            assert read(bootstrap, "spread", 0, len(acked)) == acked
         finally:
             cluster.stop()
