@@ -194,8 +194,9 @@ class BrokerCoordinator:
     async def status(self) -> dict:
         """What `rafka status` shows of this broker: its role, the pids of its processes, its
         replicas, the partitions it leads with an ISR short of their replicas
-        (UnderReplicatedPartitions), replicas that are offline here, and, on the controller,
-        partitions without a leader (OfflinePartitionsCount)."""
+        (UnderReplicatedPartitions), replicas that are offline here, its failed log dirs
+        (OfflineLogDirectoryCount), and, on the controller, partitions without a leader
+        (OfflinePartitionsCount)."""
         metadata, me = self._metadata, self._id
         led = [info for _, info in _partitions(metadata) if info.leader == me]
         controller = self._controller is not None and self._controller.is_active
@@ -214,7 +215,8 @@ class BrokerCoordinator:
                 "offline_partitions": sorted(f"{t}-{i.partition}" for t, i in _partitions(metadata)
                                              if i.leader < 0) if controller else [],
                 "offline_replicas": [{"partition": str(o.tp), "error": o.error, "failures": o.failures,
-                                      "retry_in_ms": round(o.retry_in_ms)} for o in self._reconciler.offline()]}
+                                      "retry_in_ms": round(o.retry_in_ms)} for o in self._reconciler.offline()],
+                "offline_log_dirs": dict(self._failed_dirs.reasons)}
 
     async def await_stop(self) -> None:
         """Returns when this broker begins a clean stop. The controller keeps this call
