@@ -407,7 +407,7 @@ class BrokerCoordinator:
         publications = self._publications
         code = await self._reconciler.apply(metadata)
         await self._fence_failed_dirs()
-        self._report_offline()
+        self._report_offline(metadata)
         if code != ErrorCode.NONE:
             return code
         if publish:
@@ -427,14 +427,15 @@ class BrokerCoordinator:
             self._report_offline()
             await self._publish(self._metadata)
 
-    def _report_offline(self) -> None:
+    def _report_offline(self, metadata: ClusterMetadata | None = None) -> None:
         """Hand the reconciler's offline replicas to the report (written only if they changed),
-        with the replicas on failed log dirs that another in-sync replica can take over."""
+        with the replicas on failed log dirs that another in-sync replica can take over (by
+        `metadata`, default the last published)."""
         if self._offline_report is not None and not self._stopping:
             on_failed = self._failed_dirs.replicas_on_failed_dirs(
                 {tp: r.log_dir for tp, r in self._reconciler.replicas.items()})
             self._offline_report.report({o.tp for o in self._reconciler.offline()}
-                                        | replicas_to_report(self._metadata, self._id, on_failed))
+                                        | replicas_to_report(metadata or self._metadata, self._id, on_failed))
 
     # -- failed log dirs (Kafka's LogDirFailureChannel; see log_dir_failure.py) --------
     async def log_dir_failed(self, log_dir: str, reason: str) -> None:
