@@ -7,6 +7,8 @@ record of the full dir; a topic on the other dir keeps taking writes, and a topi
 afterwards goes there. Three brokers, RF=3, one broker's log dir small: when it fills, that
 broker's replica goes offline (the controller hears of it), its leadership moves to another
 in-sync replica, and acks=all producers go on with every acknowledged record readable.
+
+Each test's cluster has its own ZooKeeper, and its own Ray unless the session's runs already.
 """
 from __future__ import annotations
 
@@ -49,15 +51,13 @@ def fill(producer: Producer, topic: str, prefix: bytes) -> tuple[list[bytes], Ka
     raise AssertionError(f"{4 * SMALL_FS_BYTES} bytes went into a log dir of {SMALL_FS_BYTES}")
 
 
-def test_a_full_log_dir_answers_storage_error_serves_reads_and_the_other_dir_goes_on(rafka_cluster, zk_connect,
-                                                                                  tmp_path):
+def test_a_full_log_dir_answers_storage_error_serves_reads_and_the_other_dir_goes_on(tmp_path):
     from rafka.cluster import Cluster
     from rafka.common.config import BrokerConfig
 
     with small_filesystem(tmp_path / "small", SMALL_FS_BYTES) as small:
         big = tmp_path / "big"
-        config = BrokerConfig.from_mapping({"zookeeper.connect": zk_connect, "log.dirs": f"{small},{big}",
-                                            "auto.create.topics.enable": "false"})
+        config = BrokerConfig.from_mapping({"log.dirs": f"{small},{big}", "auto.create.topics.enable": "false"})
         cluster = Cluster(tmp_path / "data", brokers=1, first_port=0, namespace="rafka-full-disk", config=config)
         cluster.start()
         try:
@@ -97,15 +97,14 @@ def test_a_full_log_dir_answers_storage_error_serves_reads_and_the_other_dir_goe
             cluster.stop()
 
 
-def test_a_full_log_dir_moves_the_leadership_of_its_replicas(rafka_cluster, zk_connect, tmp_path):
+def test_a_full_log_dir_moves_the_leadership_of_its_replicas(tmp_path):
     from rafka.cluster import Cluster
     from tools.failover_drill import drill_config
 
     data = tmp_path / "rf3"
     with small_filesystem(data / "broker-1" / "logs", SMALL_FS_BYTES):
         cluster = Cluster(data, brokers=3, first_port=0, namespace="rafka-full-disk-rf3",
-                          config=drill_config(**{"zookeeper.connect": zk_connect,
-                                                 "auto.leader.rebalance.enable": "false"}))
+                          config=drill_config(**{"auto.leader.rebalance.enable": "false"}))
         cluster.start()
         try:
             bootstrap = cluster.bootstrap_servers
