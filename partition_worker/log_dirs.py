@@ -3,6 +3,7 @@ and placing new partitions."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Collection, Iterable, Mapping
@@ -88,8 +89,14 @@ def find_partition_dir(log_dirs: tuple[str, ...], tp: TopicPartition) -> str | N
 def choose_log_dir(log_dirs: tuple[str, ...], tp: TopicPartition, *, failed: Collection[str] = ()) -> str:
     """Where `tp` lives: its existing dir (even a failed one: its replica serves reads), else the
     log dir with the fewest partitions among those not `failed` (Kafka's rule); KafkaStorageError
-    when every dir failed."""
+    when every dir failed.
+
+    A partition directory on a failed dir that holds no record (placed there as the dir failed,
+    before its broker knew) is removed, and the partition placed on a working dir instead."""
     existing = find_partition_dir(log_dirs, tp)
+    if existing is not None and existing in failed and not _holds_records(Path(existing) / str(tp)):
+        shutil.rmtree(Path(existing) / str(tp), ignore_errors=True)
+        existing = None
     if existing is not None:
         return existing
     usable = [d for d in log_dirs if d not in failed]
@@ -101,3 +108,8 @@ def choose_log_dir(log_dirs: tuple[str, ...], tp: TopicPartition, *, failed: Col
         return sum(1 for child in p.iterdir() if child.is_dir()) if p.is_dir() else 0
 
     return min(usable, key=partitions_in)
+
+
+def _holds_records(partition_dir: Path) -> bool:
+    """Whether any segment file of the partition directory holds a byte."""
+    return any(p.stat().st_size > 0 for p in partition_dir.glob("*.log"))

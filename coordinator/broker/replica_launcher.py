@@ -68,7 +68,7 @@ class RayReplicaLauncher:
         name = replica_name(self._broker_id, tp)
         actor = await asyncio.to_thread(self._existing, name)
         if actor is None:
-            log_dir = choose_log_dir(self._log_dirs, tp, failed=self._failed_dirs)
+            log_dir = await asyncio.to_thread(choose_log_dir, self._log_dirs, tp, failed=self._failed_dirs)
             actor = ReplicaActor.options(
                 name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
                 **pin_to_node(self._node_id)).remote(

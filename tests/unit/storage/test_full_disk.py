@@ -162,6 +162,11 @@ def test_new_partitions_go_to_the_dirs_that_did_not_fail(tmp_path):
     assert choose_log_dir((a, b), TopicPartition("t", 0)) == a
     assert choose_log_dir((a, b), TopicPartition("t", 0), failed={a}) == b
     (Path(a) / "t-1").mkdir(parents=True)
+    (Path(a) / "t-1" / "00000000000000000000.log").write_bytes(b"x")
     assert choose_log_dir((a, b), TopicPartition("t", 1), failed={a}) == a   # where it is: served read-only
+    (Path(a) / "t-3").mkdir()
+    (Path(a) / "t-3" / "00000000000000000000.log").write_bytes(b"")
+    assert choose_log_dir((a, b), TopicPartition("t", 3), failed={a}) == b   # placed there as it failed: moved
+    assert not (Path(a) / "t-3").exists()
     with pytest.raises(KafkaStorageError):
         choose_log_dir((a, b), TopicPartition("t", 2), failed={a, b})
