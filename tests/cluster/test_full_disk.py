@@ -109,7 +109,7 @@ def test_a_full_log_dir_moves_the_leadership_of_its_replicas(tmp_path):
         try:
             bootstrap = cluster.bootstrap_servers
             admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
-            admin.create_topics([NewTopic("spread", replica_assignment=[[1, 0, 2]])])["spread"].result(60)
+            admin.create_topics([NewTopic("spread", 1, replica_assignment=[[1, 0, 2]])])["spread"].result(60)
             wait_until(lambda: (p := partitions(bootstrap, "spread").get(0)) is not None
                        and p["leader_id"] == 1 and sorted(p["isr_nodes"]) == [0, 1, 2], timeout_s=60,
                        message="broker 1 leads with a full ISR")
