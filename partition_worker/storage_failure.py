@@ -6,9 +6,10 @@ is answered KAFKA_STORAGE_ERROR, and no later write touches that dir. Here the l
 the error goes offline itself (`storage_write`), its replica tells its broker, and the broker
 takes every other log of that dir offline too (`PartitionLog.mark_offline`).
 
-Reads go on: an offline log still serves what is on disk up to the high watermark (see the
-README, "A failed log dir"), which Kafka does not do; the broker moves leadership to another
-in-sync replica where there is one, and keeps a partition without one readable.
+Reads go on: an offline log still serves what is on disk up to the high watermark, which
+Kafka does not do (README: "A full or failing disk", and "Where rafka departs from Kafka");
+the broker moves leadership to another in-sync replica where there is one, and keeps a
+partition without one readable.
 """
 from __future__ import annotations
 
