@@ -15,7 +15,8 @@ It holds no decisions of its own. It owns, and drives from its timers and ZooKee
   metadata it receives, one isolated step per partition;
 - `OfflineReplicaReport` (coordinator/broker/): keeps the reconciler's offline replicas (dead
   or failing to start) in ZooKeeper for the controller, which moves leadership off them and
-  takes them out of the ISR until they run again;
+  takes them out of the ISR until they run again; and those on a failed log dir
+  (`FailedLogDirs`, coordinator/broker/log_dir_failure.py) where another in-sync replica can lead;
 - `AdminService` (coordinator/admin/): the topic admin APIs its front end forwards;
 - `LogMaintenance` (coordinator/broker/): checkpoint files and the log cleaner's rounds.
 
@@ -43,6 +44,7 @@ from rafka.common.topic_configs import ConfigEntry
 from rafka.common.types import Endpoint, TopicPartition
 from rafka.coordinator.admin.admin_service import AdminService
 from rafka.coordinator.broker.death_watch import BrokerDeathWatch
+from rafka.coordinator.broker.log_dir_failure import FailedLogDirs, replicas_to_report
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.coordinator.broker.offline_report import REPORT_TIMEOUT_S, OfflineReplicaReport
 from rafka.coordinator.broker.reconciler import ReplicaReconciler
@@ -87,9 +89,11 @@ class BrokerCoordinator:
         self._wake = asyncio.Event()
         self._topic_configs: dict[str, LogConfig] = {}
         self._maintenance = LogMaintenance(config, self._log)
+        self._failed_dirs = FailedLogDirs()
+        self._fenced: dict[TopicPartition, Any] = {}   # replicas on failed dirs told so (their handles)
         self._reconciler = ReplicaReconciler(
             self._id, RayReplicaLauncher(self._id, config.log_dirs, namespace, node_id,
-                                         coordinator=coordinator_name(self._id)),
+                                         coordinator=coordinator_name(self._id), failed_dirs=self._failed_dirs),
             self._maintenance, self._topic_config, self._log, on_replica_lost=self._replica_lost)
         self._death_watch = BrokerDeathWatch(self._id, namespace, self._broker_died, self._log)
         self._offline_report: OfflineReplicaReport | None = None
@@ -179,7 +183,8 @@ class BrokerCoordinator:
         replicas = dict(self._reconciler.replicas)
         closed = await asyncio.gather(*[r.actor.close.remote() for r in replicas.values()], return_exceptions=True)
         self._maintenance.take_statuses(list(replicas), closed)
-        await self._maintenance.write_checkpoints(self._replica_actors(), ask_replicas=False)
+        await self._maintenance.write_checkpoints(self._replica_actors(), ask_replicas=False,
+                                                  skip_dirs=set(self._failed_dirs))
         for r in replicas.values():
             ray.kill(r.actor)
         self._reconciler.forget_all()
@@ -191,8 +196,9 @@ class BrokerCoordinator:
     async def status(self) -> dict:
         """What `rafka status` shows of this broker: its role, the pids of its processes, its
         replicas, the partitions it leads with an ISR short of their replicas
-        (UnderReplicatedPartitions), replicas that are offline here, and, on the controller,
-        partitions without a leader (OfflinePartitionsCount)."""
+        (UnderReplicatedPartitions), replicas that are offline here, its failed log dirs
+        (OfflineLogDirectoryCount), and, on the controller, partitions without a leader
+        (OfflinePartitionsCount)."""
         metadata, me = self._metadata, self._id
         led = [info for _, info in _partitions(metadata) if info.leader == me]
         controller = self._controller is not None and self._controller.is_active
@@ -211,7 +217,8 @@ class BrokerCoordinator:
                 "offline_partitions": sorted(f"{t}-{i.partition}" for t, i in _partitions(metadata)
                                              if i.leader < 0) if controller else [],
                 "offline_replicas": [{"partition": str(o.tp), "error": o.error, "failures": o.failures,
-                                      "retry_in_ms": round(o.retry_in_ms)} for o in self._reconciler.offline()]}
+                                      "retry_in_ms": round(o.retry_in_ms)} for o in self._reconciler.offline()],
+                "offline_log_dirs": dict(self._failed_dirs.reasons)}
 
     async def await_stop(self) -> None:
         """Returns when this broker begins a clean stop. The controller keeps this call
@@ -266,11 +273,14 @@ class BrokerCoordinator:
                 if is_due:
                     due[name] = now + intervals[name] / 1000
             try:
-                await self._maintenance.write_checkpoints(
+                failed = await self._maintenance.write_checkpoints(
                     self._replica_actors(), recovery_points=chosen.get("recovery_points", False),
-                    log_start_offsets=chosen.get("log_start_offsets", False))
-            except Exception:  # noqa: BLE001 - a full disk must not stop the broker; the next round retries
+                    log_start_offsets=chosen.get("log_start_offsets", False), skip_dirs=set(self._failed_dirs))
+            except Exception:  # noqa: BLE001 - keep the broker alive; the next round retries
                 self._log.exception("writing the log dir checkpoints failed")
+                continue
+            for log_dir, reason in failed.items():
+                await self.log_dir_failed(log_dir, f"writing its checkpoint files failed: {reason}")
 
     async def _run_cleaner(self) -> None:
         """Kafka's cleaner threads: clean the dirtiest compacted logs; when none needs it,
@@ -398,7 +408,8 @@ class BrokerCoordinator:
         under way, the front end is handed its local leaders again once it is done."""
         publications = self._publications
         code = await self._reconciler.apply(metadata)
-        self._report_offline()
+        await self._fence_failed_dirs()
+        self._report_offline(metadata)
         if code != ErrorCode.NONE:
             return code
         if publish:
@@ -418,10 +429,41 @@ class BrokerCoordinator:
             self._report_offline()
             await self._publish(self._metadata)
 
-    def _report_offline(self) -> None:
-        """Hand the reconciler's offline replicas to the report (written only if they changed)."""
+    def _report_offline(self, metadata: ClusterMetadata | None = None) -> None:
+        """Hand the reconciler's offline replicas to the report (written only if they changed),
+        with the replicas on failed log dirs that another in-sync replica can take over (by
+        `metadata`, default the last published)."""
         if self._offline_report is not None and not self._stopping:
-            self._offline_report.report(o.tp for o in self._reconciler.offline())
+            on_failed = self._failed_dirs.replicas_on_failed_dirs(
+                {tp: r.log_dir for tp, r in self._reconciler.replicas.items()})
+            self._offline_report.report({o.tp for o in self._reconciler.offline()}
+                                        | replicas_to_report(metadata or self._metadata, self._id, on_failed))
+
+    # -- failed log dirs (Kafka's LogDirFailureChannel; see log_dir_failure.py) --------
+    async def log_dir_failed(self, log_dir: str, reason: str) -> None:
+        """A write to `log_dir` failed (a replica's, or a checkpoint's): every replica of this
+        broker in that dir stops taking writes, the controller hears of those another in-sync
+        replica can take over, and new partitions go to the other dirs. Idempotent."""
+        if self._stopping or not self._failed_dirs.fail(log_dir, reason):
+            return
+        self._log.error("Stopping serving logs in dir %s: %s (its replicas serve reads only; other log dirs "
+                        "go on)", log_dir, reason)
+        await self._fence_failed_dirs()
+        self._report_offline()
+
+    async def _fence_failed_dirs(self) -> None:
+        """Tell each running replica on a failed dir (once per process) that its dir failed."""
+        running = self._reconciler.replicas
+        due = {tp: r for tp, r in running.items() if r.log_dir in self._failed_dirs and self._fenced.get(tp) is not r}
+        if not due:
+            return
+        tps = list(due)
+        told = await asyncio.gather(*[due[tp].actor.mark_log_dir_offline.remote(
+            f"log dir {due[tp].log_dir} failed: {self._failed_dirs.reasons[due[tp].log_dir]}") for tp in tps],
+            return_exceptions=True)
+        for tp, outcome in zip(tps, told):
+            if not isinstance(outcome, BaseException):
+                self._fenced[tp] = due[tp]
 
     async def publish_metadata(self, metadata: ClusterMetadata) -> ErrorCode:
         """UpdateMetadata: hand the front end the metadata and its local leaders."""

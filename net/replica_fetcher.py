@@ -222,6 +222,11 @@ class ReplicaFetcher:
         result = await p.channel.follower_append(r["records"] or b"", r["high_watermark"], r["log_start_offset"])
         if result.error is ErrorCode.NONE:
             p.fetch_offset = result.log_end_offset
+        elif result.error is ErrorCode.KAFKA_STORAGE_ERROR:
+            # Its log dir failed (Kafka removes the fetchers of offline partitions): fetch again
+            # only when new metadata comes, by which time the controller has heard of it.
+            self._log.warning("%s: the follower's log dir is offline; not fetching until new metadata", p.tp)
+            p.fenced = True
         else:
             self._log.warning("%s: the follower refused batches at %d: %s", p.tp, p.fetch_offset, result.error.name)
             p.truncating = True

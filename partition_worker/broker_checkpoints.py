@@ -15,6 +15,7 @@ from pathlib import Path
 
 from rafka.common.types import TopicPartition
 from rafka.partition_worker.checkpoints import LogDirCheckpoints
+from rafka.partition_worker.storage_failure import describe_os_error
 
 
 @dataclass(frozen=True)
@@ -64,17 +65,32 @@ class BrokerCheckpoints:
                 cps.forget(tp)
 
     def write(self, *, recovery_points: bool = True, log_start_offsets: bool = True,
-              cleaner_offsets: bool = True) -> None:
-        """Rewrite the chosen files of every log dir.
+              cleaner_offsets: bool = True, skip_dirs: frozenset[str] = frozenset()) -> dict[str, str]:
+        """Rewrite the chosen files of every log dir but `skip_dirs` (failed ones); returns the
+        dirs whose write failed (OSError: a full or broken disk), with the error, after trying
+        every other dir.
 
         Entries of partitions whose directory is gone from the log dir are dropped, as Kafka
         writes only the logs it holds.
         """
+        failed: dict[str, str] = {}
         for log_dir, cps in self._dirs.items():
-            root = Path(log_dir)
-            for table in (cps.recovery_points, cps.log_start_offsets, cps.cleaner_offsets):
-                for tp in [tp for tp in table if not (root / str(tp)).is_dir()]:
-                    del table[tp]
-            if root.is_dir():
-                cps.write(recovery_points=recovery_points, log_start_offsets=log_start_offsets,
-                          cleaner_offsets=cleaner_offsets)
+            if log_dir in skip_dirs:
+                continue
+            try:
+                self._write_dir(log_dir, cps, recovery_points, log_start_offsets, cleaner_offsets)
+            except OSError as e:
+                failed[log_dir] = describe_os_error(e)
+        return failed
+
+    @staticmethod
+    def _write_dir(log_dir: str, cps: LogDirCheckpoints, recovery_points: bool, log_start_offsets: bool,
+                   cleaner_offsets: bool) -> None:
+        """Drop the entries of partitions gone from `log_dir`, then rewrite its chosen files."""
+        root = Path(log_dir)
+        for table in (cps.recovery_points, cps.log_start_offsets, cps.cleaner_offsets):
+            for tp in [tp for tp in table if not (root / str(tp)).is_dir()]:
+                del table[tp]
+        if root.is_dir():
+            cps.write(recovery_points=recovery_points, log_start_offsets=log_start_offsets,
+                      cleaner_offsets=cleaner_offsets)

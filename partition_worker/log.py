@@ -49,7 +49,9 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from rafka.common.config import LogConfig
-from rafka.common.errors import InvalidRecordError, OffsetOutOfRangeError, RecordBatchTooLargeError
+from rafka.common.errors import (
+    InvalidRecordError, KafkaStorageError, OffsetOutOfRangeError, RecordBatchTooLargeError,
+)
 from rafka.common.logging_util import Prefixed
 from rafka.partition_worker import timestamps
 from rafka.partition_worker import cleaner as _cleaner
@@ -65,6 +67,7 @@ from rafka.partition_worker.segment import (
     INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, FileRegion, LogSegment, segment_name,
 )
 from rafka.partition_worker.segment_files import read_region
+from rafka.partition_worker.storage_failure import storage_write
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 _INT32_MAX = 0x7FFFFFFF
@@ -123,6 +126,7 @@ class PartitionLog:
         self._log_start_offset = segments[0].base_offset
         self._pending_deletes: list[tuple[int, LogSegment]] = []  # (due ms, segment renamed .deleted)
         self._closed = False
+        self.offline_reason: str | None = None  # why the log takes no writes (its log dir failed)
         self._swapped_out: list[tuple[int, tuple[LogSegment, ...]]] = []  # (delete at ms, segments)
         self._logger = Prefixed(logging.getLogger(__name__),
                                 f"[PartitionLog partition={directory.name}, dir={directory.parent}]")
@@ -282,6 +286,7 @@ class PartitionLog:
         return out
 
     # -- appending ---------------------------------------------------------------------------
+    @storage_write
     def append(self, records: bytes | bytearray | memoryview, *, leader_epoch: int, max_batch_bytes: int,
                from_client: bool = True, now_ms: int | None = None) -> AppendInfo:
         """Validate, assign offsets to and write one produce request's batches.
@@ -414,6 +419,7 @@ class PartitionLog:
         return now_ms - seen_ms
 
     # -- following a leader -----------------------------------------------------------------
+    @storage_write
     def append_as_follower(self, records: bytes | bytearray | memoryview, *,
                            now_ms: int | None = None) -> AppendInfo:
         """Append batches copied from the leader's log, byte for byte (Kafka's
@@ -473,6 +479,7 @@ class PartitionLog:
                           record_count=sum(h.records_count for h in headers),
                           log_start_offset=self.log_start_offset, epoch_starts=epoch_starts)
 
+    @storage_write
     def truncate_to(self, target_offset: int, *, now_ms: int | None = None) -> bool:
         """Remove every batch at or after `target_offset` (Kafka's `UnifiedLog.truncateTo`): a
         follower drops its divergent tail before fetching from a new leader. False, changing
@@ -528,6 +535,7 @@ class PartitionLog:
                           active.base_offset, len(doomed))
         return True
 
+    @storage_write
     def truncate_fully_and_start_at(self, new_offset: int, *, now_ms: int | None = None) -> None:
         """Delete every batch and start the log afresh at `new_offset` (Kafka's
         `truncateFullyAndStartAt`): for a follower whose fetch offset is outside the leader's
@@ -648,6 +656,7 @@ class PartitionLog:
         return h.last_offset, h.max_timestamp
 
     # -- log start offset and retention -------------------------------------------------------
+    @storage_write
     def maybe_increment_log_start_offset(self, new_log_start_offset: int, high_watermark: int,
                                          reason: str) -> bool:
         """Move the log start offset up to `new_log_start_offset` (Kafka's
@@ -683,6 +692,7 @@ class PartitionLog:
                               len(gone), start)
         ProducerStateManager.delete_snapshots_before(self.directory, start)
 
+    @storage_write
     def delete_old_segments(self, high_watermark: int, now_ms: int | None = None) -> int:
         """One retention pass (Kafka 3.9's `deleteOldSegments`); returns the segments deleted.
 
@@ -701,6 +711,7 @@ class PartitionLog:
                 now_ms)
         return deleted
 
+    @storage_write
     def delete_segments_below_log_start(self, high_watermark: int, now_ms: int | None = None) -> int:
         """Delete the segments wholly below the log start offset (after DeleteRecords)."""
         plan = retention.log_start_offset_breached(self._segments, self._log_start_offset, high_watermark)
@@ -757,6 +768,7 @@ class PartitionLog:
         return min((when for when, _ in self._pending_deletes), default=None)
 
     # -- durability and lifecycle ------------------------------------------------------------
+    @storage_write
     def flush(self, now_ms: int | None = None) -> None:
         """fsync everything up to the log end and move the recovery point there.
 
@@ -769,6 +781,7 @@ class PartitionLog:
         self._check_open()
         self._flush_upto(self.log_end_offset, now_ms)
 
+    @storage_write
     def maybe_flush(self, now_ms: int) -> bool:
         """Flush when there is unflushed data and `flush.ms` has passed since the last flush.
 
@@ -805,10 +818,18 @@ class PartitionLog:
         """
         if self._closed:
             return
+        if self.offline:
+            self._close_offline()
+            return
         active = self._segments[-1]
-        active.seal()
-        self.flush()
-        self.producer_state.write_snapshot(self.directory, active.next_offset)
+        try:
+            active.seal()
+            self.flush()
+            self.producer_state.write_snapshot(self.directory, active.next_offset)
+        except (KafkaStorageError, OSError) as e:
+            self.mark_offline(f"closing failed: {e}")
+            self._close_offline()
+            return
         for seg in self._segments:
             seg.close()
         self.delete_swapped_out_segments(force=True)
@@ -824,6 +845,18 @@ class PartitionLog:
         _fsync_dir(self.directory)
         self._closed = True
         self._logger.info("closed cleanly at log end %d", active.next_offset)
+
+    def _close_offline(self) -> None:
+        """Close the files of an offline log without writing: no flush, no snapshot, no clean
+        marker, so the next open recovers it (cutting what a failed write left half done)."""
+        for seg in self._segments + tuple(s for _, s in self._pending_deletes):
+            try:
+                seg.close()
+            except OSError as e:  # the disk that failed: what it held is recovered at the next open
+                self._logger.warning("closing segment %d of an offline log: %s", seg.base_offset, e)
+        self._pending_deletes.clear()
+        self._closed = True
+        self._logger.info("closed without flushing (offline) at log end %d", self.log_end_offset)
 
     # -- compaction (see cleaner.py) ------------------------------------------------------------
     def cleanable(self, now_ms: int, first_dirty_offset: int | None = None, *,
@@ -849,6 +882,7 @@ class PartitionLog:
                            now_ms=now_ms, producer_last_offsets=last_offsets,
                            log_start_offset=self.log_start_offset, logger=self._logger)
 
+    @storage_write
     def finish_clean(self, cleaning: LogCleaning, result: CleanResult, *, now_ms: int | None = None) -> CleanResult:
         """Swap the cleaned segments in (files first, then the segment tuple at once).
 
@@ -900,6 +934,20 @@ class PartitionLog:
     def remove_expired_producers(self, now_ms: int | None = None) -> list[int]:
         """Forget producers idle for `producer.id.expiration.ms`; returns their ids."""
         return self.producer_state.remove_expired(_now_ms() if now_ms is None else now_ms)
+
+    # -- a failed disk (see storage_failure.py) -------------------------------------------------
+    @property
+    def offline(self) -> bool:
+        """The log takes no writes: one failed, or its log dir was marked failed. Reads go on."""
+        return self.offline_reason is not None
+
+    def mark_offline(self, reason: str, error: BaseException | None = None) -> None:
+        """Take no more writes (every write path raises KafkaStorageError from now on); logged
+        once. Its log dir failed here (`error`) or under another log of the same dir."""
+        if self.offline_reason is not None:
+            return
+        self.offline_reason = f"The log of {self.directory.name} in dir {self.directory.parent} is offline: {reason}"
+        self._logger.error("%s; it takes no more writes and serves reads of what is on disk", self.offline_reason)
 
     def _check_open(self) -> None:
         if self._closed:

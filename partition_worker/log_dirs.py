@@ -3,12 +3,13 @@ and placing new partitions."""
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Collection, Iterable, Mapping
 
 from rafka.common.config import read_properties
-from rafka.common.errors import StartupError
+from rafka.common.errors import KafkaStorageError, StartupError
 from rafka.common.types import TopicPartition
 
 META_PROPERTIES = "meta.properties"
@@ -85,14 +86,30 @@ def find_partition_dir(log_dirs: tuple[str, ...], tp: TopicPartition) -> str | N
     return None
 
 
-def choose_log_dir(log_dirs: tuple[str, ...], tp: TopicPartition) -> str:
-    """Where `tp` lives: its existing dir, else the log dir with the fewest partitions (Kafka's rule)."""
+def choose_log_dir(log_dirs: tuple[str, ...], tp: TopicPartition, *, failed: Collection[str] = ()) -> str:
+    """Where `tp` lives: its existing dir (even a failed one: its replica serves reads), else the
+    log dir with the fewest partitions among those not `failed` (Kafka's rule); KafkaStorageError
+    when every dir failed.
+
+    A partition directory on a failed dir that holds no record (placed there as the dir failed,
+    before its broker knew) is removed, and the partition placed on a working dir instead."""
     existing = find_partition_dir(log_dirs, tp)
+    if existing is not None and existing in failed and not _holds_records(Path(existing) / str(tp)):
+        shutil.rmtree(Path(existing) / str(tp), ignore_errors=True)
+        existing = None
     if existing is not None:
         return existing
+    usable = [d for d in log_dirs if d not in failed]
+    if not usable:
+        raise KafkaStorageError(f"Cannot create a log for {tp}: every log dir of this broker is offline")
 
     def partitions_in(d: str) -> int:
         p = Path(d)
         return sum(1 for child in p.iterdir() if child.is_dir()) if p.is_dir() else 0
 
-    return min(log_dirs, key=partitions_in)
+    return min(usable, key=partitions_in)
+
+
+def _holds_records(partition_dir: Path) -> bool:
+    """Whether any segment file of the partition directory holds a byte."""
+    return any(p.stat().st_size > 0 for p in partition_dir.glob("*.log"))

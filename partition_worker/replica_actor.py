@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 from rafka.common.config import LONG_MAX, LogConfig
 from rafka.common.frames import FramedProtocol
-from rafka.common.errors import ErrorCode, KafkaError, OffsetOutOfRangeError
+from rafka.common.errors import ErrorCode, KafkaError, KafkaStorageError, OffsetOutOfRangeError
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
 from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
@@ -34,6 +34,7 @@ from rafka.partition_worker.checkpoints import (
 )
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
 from rafka.partition_worker.log import PartitionLog
+from rafka.partition_worker.storage_failure import describe_os_error
 from rafka.partition_worker.messages import (
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, HIGH_WATERMARK_OFFSET, LATEST_TIMESTAMP, MAX_TIMESTAMP,
     AlterIsr, DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup, ProduceResult, Region,
@@ -44,6 +45,8 @@ from rafka.partition_worker.replica_state import LeaderAndIsr, ReplicaState
 state_change = logging.getLogger("rafka.state_change")
 ALTER_ISR_TIMEOUT_S = 30.0
 ALTER_ISR_RETRY_BACKOFF_MS = 1000   # a refused change (often: metadata not here yet) is proposed again after this
+LOG_DIR_FAILURE_REPORT_TIMEOUT_S = 10.0   # one attempt to tell the broker this replica's log dir failed
+LOG_DIR_FAILURE_REPORT_BACKOFF_S = 1.0
 
 
 def partition_dir(log_dir: str, tp: TopicPartition) -> Path:
@@ -84,6 +87,7 @@ class PartitionReplica:
         self._clean_lock = asyncio.Lock()
         self._retention_task: asyncio.Task | None = None
         self._file_deletion_timer: asyncio.TimerHandle | None = None
+        self._dir_failure_task: asyncio.Task | None = None   # telling the broker the log dir failed
         self._logger.info("opened log in %.3f s: log start %d, log end %d",
                           time.monotonic() - started, self._log.log_start_offset, self._log.log_end_offset)
 
@@ -129,8 +133,12 @@ class PartitionReplica:
             await asyncio.sleep(interval)
             if self._clean_lock.locked():
                 continue  # a cleaning is reading old segments: delete them at the next check
+            if self._log.offline:
+                continue
             try:
                 self.apply_retention()
+            except KafkaStorageError:
+                self._log_went_offline()
             except OSError:
                 self._logger.exception("retention failed; trying again in %.0f s", interval)
 
@@ -174,19 +182,21 @@ class PartitionReplica:
         interval = self._config.flush_scheduler_interval_ms / 1000
         while True:
             await asyncio.sleep(interval)
+            if self._log.offline:
+                continue
             try:
                 self._log.maybe_flush(int(time.time() * 1000))
-            except OSError:
-                self._logger.exception("scheduled flush failed; retrying at the next check")
+            except KafkaStorageError:
+                self._log_went_offline()
 
     def become(self, order: LeaderAndIsr) -> ErrorCode:
         """Take the role the controller decided (idempotent: a repeat changes nothing)."""
         before = (self._state.leader, self._state.leader_epoch)
         code = self._state.apply(order, self._log.log_end_offset, _now_ms())
         self._isr_retry_at_ms = 0
-        if code is ErrorCode.NONE and order.leader == self._state.broker_id:
+        if code is ErrorCode.NONE and order.leader == self._state.broker_id and not self._log.offline:
             # Kafka's makeLeader: the new epoch starts at the current log end.
-            self._leader_epochs.assign(order.leader_epoch, self._log.log_end_offset)
+            self._assign_leader_epoch(order.leader_epoch, self._log.log_end_offset)
         if code is ErrorCode.NONE and before != (order.leader, order.leader_epoch):
             state_change.info("[PartitionReplica %s broker=%d] leader=%d leader_epoch=%d isr=%s",
                               self._tp, self._state.broker_id, order.leader, order.leader_epoch, list(order.isr))
@@ -209,9 +219,45 @@ class PartitionReplica:
             high_watermark=self._high_watermark(), pid=os.getpid(), recovery_point=self._log.recovery_point)
 
     def flush(self) -> int:
-        """fsync the log; returns the log end offset that is now durable."""
-        self._log.flush()
+        """fsync the log; returns the log end offset that is now durable (KafkaStorageError
+        when the log is offline)."""
+        try:
+            self._log.flush()
+        finally:
+            self._log_went_offline()
         return self._log.log_end_offset
+
+    # -- a failed log dir (see storage_failure.py) ---------------------------------------
+    def mark_log_dir_offline(self, reason: str) -> None:
+        """The broker says this replica's log dir failed (under another log of that dir): take
+        no more writes; reads of what is on disk go on. Idempotent."""
+        self._log.mark_offline(reason)
+
+    def _assign_leader_epoch(self, epoch: int, start_offset: int) -> None:
+        """Note where a leader epoch starts; a failed write of `leader-epoch-checkpoint` takes
+        the log offline like any other write of its dir."""
+        try:
+            self._leader_epochs.assign(epoch, start_offset)
+        except OSError as e:
+            self._log.mark_offline(f"writing leader-epoch-checkpoint failed: {describe_os_error(e)}", e)
+            self._log_went_offline()
+
+    def _log_went_offline(self) -> None:
+        """If the log is offline now, tell the broker once (it takes the whole log dir offline
+        and tells the controller); retried until the broker has heard it."""
+        if self._log.offline and self._dir_failure_task is None and self._coordinator is not None:
+            self._dir_failure_task = asyncio.ensure_future(self._report_log_dir_failure(self._log.offline_reason))
+
+    async def _report_log_dir_failure(self, reason: str) -> None:
+        while not self._closed.is_set():
+            try:
+                coordinator = await self._coordinator_handle()
+                await asyncio.wait_for(coordinator.log_dir_failed.remote(self._log_dir, reason),
+                                       LOG_DIR_FAILURE_REPORT_TIMEOUT_S)
+                return
+            except Exception as e:  # noqa: BLE001 - the coordinator is busy or restarting: tell it again
+                self._logger.warning("could not tell the broker that log dir %s failed: %r", self._log_dir, e)
+                await asyncio.sleep(LOG_DIR_FAILURE_REPORT_BACKOFF_S)
 
     # -- compaction ----------------------------------------------------------------------
     def cleanable(self, first_dirty_offset: int | None = None) -> CleanableInfo:
@@ -249,11 +295,11 @@ class PartitionReplica:
         open skips recovery. Returns the final status (its recovery point is the log end)."""
         self._closed.set()
         for task in (self._expiry_task, self._flush_task, self._retention_task, self._file_deletion_timer,
-                     self._isr_task, self._alter_isr_task):
+                     self._isr_task, self._alter_isr_task, self._dir_failure_task):
             if task is not None:
                 task.cancel()
         self._expiry_task = self._flush_task = self._retention_task = self._file_deletion_timer = None
-        self._isr_task = self._alter_isr_task = None
+        self._isr_task = self._alter_isr_task = self._dir_failure_task = None
         if self._data_server is not None:
             self._data_server.close()
             self._data_server = None
@@ -429,6 +475,9 @@ class PartitionReplica:
             try:
                 info = self._log.append(records, leader_epoch=self._state.leader_epoch,
                                         max_batch_bytes=self._config.max_message_bytes)
+            except KafkaStorageError as e:   # logged once, when the log went offline
+                results.append(ProduceResult(e.code, error_message=str(e)))
+                continue
             except KafkaError as e:
                 self._logger.info("refused produce: %s", e)
                 results.append(ProduceResult(e.code, error_message=str(e), record_errors=e.record_errors))
@@ -438,6 +487,7 @@ class PartitionReplica:
                                          log_start_offset=self._log.log_start_offset))
         self._state.advance_high_watermark(self._log.log_end_offset)
         self._wake_fetchers()
+        self._log_went_offline()
         return results
 
     async def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> FetchResult:
@@ -521,9 +571,13 @@ class PartitionReplica:
         if target < 0 or target > hw:
             self._logger.info("refused DeleteRecords to offset %d: the high watermark is %d", offset, hw)
             return DeleteRecordsResult(ErrorCode.OFFSET_OUT_OF_RANGE)
-        self._log.maybe_increment_log_start_offset(target, hw, "ClientRecordDeletion")
-        if self._log.delete_segments_below_log_start(hw):
-            self._schedule_file_deletion()
+        try:
+            self._log.maybe_increment_log_start_offset(target, hw, "ClientRecordDeletion")
+            if self._log.delete_segments_below_log_start(hw):
+                self._schedule_file_deletion()
+        except KafkaStorageError:
+            self._log_went_offline()
+            return DeleteRecordsResult(ErrorCode.KAFKA_STORAGE_ERROR)
         return DeleteRecordsResult(ErrorCode.NONE, self._log.log_start_offset)
 
     # -- ISR changes (Kafka's AlterPartition, through the broker's coordinator) ----------
@@ -588,23 +642,27 @@ class PartitionReplica:
             if len(records):
                 info = self._log.append_as_follower(records)
                 for entry in info.epoch_starts:
-                    self._leader_epochs.assign(entry.epoch, entry.start_offset)
+                    self._assign_leader_epoch(entry.epoch, entry.start_offset)
+            end = self._log.log_end_offset
+            hw = self._state.follower_high_watermark(leader_high_watermark, end)
+            if leader_log_start_offset > self._log.log_start_offset:
+                self._log.maybe_increment_log_start_offset(min(leader_log_start_offset, hw), hw,
+                                                           "LeaderOffsetIncremented")
+        except KafkaStorageError:   # logged once, when the log went offline
+            self._log_went_offline()
+            return FollowerAppendResult(ErrorCode.KAFKA_STORAGE_ERROR, self._log.log_end_offset,
+                                        self._state.high_watermark)
         except KafkaError as e:
             self._logger.warning("refused batches from leader %d: %s", self._state.leader, e)
             return FollowerAppendResult(e.code, self._log.log_end_offset, self._state.high_watermark)
-        except OSError:
-            self._logger.exception("could not append batches from leader %d", self._state.leader)
-            return FollowerAppendResult(ErrorCode.KAFKA_STORAGE_ERROR, self._log.log_end_offset,
-                                        self._state.high_watermark)
-        end = self._log.log_end_offset
-        hw = self._state.follower_high_watermark(leader_high_watermark, end)
-        if leader_log_start_offset > self._log.log_start_offset:
-            self._log.maybe_increment_log_start_offset(min(leader_log_start_offset, hw), hw, "LeaderOffsetIncremented")
         return FollowerAppendResult(ErrorCode.NONE, end, hw)
 
     def truncate_to(self, offset: int) -> int:
         """Drop every batch at or after `offset` (a follower's divergent tail, found with
-        OffsetForLeaderEpoch) and the leader epochs starting there; returns the log end."""
+        OffsetForLeaderEpoch) and the leader epochs starting there; returns the log end. An
+        offline log (its dir failed) changes nothing: its appends are refused anyway."""
+        if self._log.offline:
+            return self._log.log_end_offset
         if self._log.truncate_to(offset):
             self._logger.info("truncated the log to offset %d (log end now %d)", offset, self._log.log_end_offset)
         self._leader_epochs.truncate_from_end(self._log.log_end_offset)
@@ -612,7 +670,10 @@ class PartitionReplica:
         return self._log.log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> int:
-        """Start the log afresh at `offset` (the leader's log starts past this one's end)."""
+        """Start the log afresh at `offset` (the leader's log starts past this one's end);
+        an offline log changes nothing."""
+        if self._log.offline:
+            return self._log.log_end_offset
         self._log.truncate_fully_and_start_at(offset)
         self._leader_epochs.truncate_from_end(0)
         self._state.high_watermark = min(self._state.high_watermark, offset)

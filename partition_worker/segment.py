@@ -296,10 +296,24 @@ class LogSegment:
         start = self.size
         fd = self._writer()
         view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        for h in headers:
-            self._track(start + h.position, h)
+        before = (self.next_offset, self.max_timestamp, self.offset_of_max_timestamp,
+                  self._bytes_since_last_index_entry)
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+            for h in headers:
+                self._track(start + h.position, h)
+        except OSError:
+            # A full or failing disk: leave the segment as it was before this append, so reads
+            # keep to whole batches (the log then goes offline; see storage_failure.py).
+            (self.next_offset, self.max_timestamp, self.offset_of_max_timestamp,
+             self._bytes_since_last_index_entry) = before
+            if len(self.index) and self.index.last_offset >= self.next_offset:
+                self.index.truncate_to(self.next_offset)
+            if len(self.time_index) and self.time_index.last_entry[1] >= self.next_offset:
+                self.time_index.truncate_to(self.next_offset)
+            os.ftruncate(fd, start)  # frees blocks, so it works on a full disk
+            raise
         self.size = start + len(data)
 
     def _track(self, position: int, h: BatchHeader) -> None:

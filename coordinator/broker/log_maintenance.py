@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Mapping
+from typing import Any, Collection, Mapping
 
 from rafka.common.config import BrokerConfig, LogConfig
 from rafka.common.types import TopicPartition
@@ -68,16 +68,18 @@ class LogMaintenance:
 
     async def write_checkpoints(self, replicas: Mapping[TopicPartition, Any], *, recovery_points: bool = True,
                                 log_start_offsets: bool = True, cleaner_offsets: bool = True,
-                                ask_replicas: bool = True) -> None:
-        """Collect the replicas' current values (unless they were just taken) and rewrite the files."""
+                                ask_replicas: bool = True, skip_dirs: Collection[str] = ()) -> dict[str, str]:
+        """Collect the replicas' current values (unless they were just taken) and rewrite the files
+        of every log dir but `skip_dirs` (failed ones). Returns the dirs whose write failed, with why."""
         if ask_replicas:
             tps = list(replicas)
             statuses = await asyncio.gather(*[replicas[tp].status.remote() for tp in tps], return_exceptions=True)
             self.take_statuses(tps, statuses)
         for tp, offset in self._cleaner_checkpoints.items():
             self._checkpoints.update(tp, cleaner_offset=offset)
-        await asyncio.to_thread(self._checkpoints.write, recovery_points=recovery_points,
-                                log_start_offsets=log_start_offsets, cleaner_offsets=cleaner_offsets)
+        return await asyncio.to_thread(self._checkpoints.write, recovery_points=recovery_points,
+                                       log_start_offsets=log_start_offsets, cleaner_offsets=cleaner_offsets,
+                                       skip_dirs=frozenset(skip_dirs))
 
     # -- the log cleaner -------------------------------------------------------------
     async def clean_dirtiest_logs(self, replicas: Mapping[TopicPartition, Any]) -> int:

@@ -18,7 +18,7 @@ import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 import ray
 
@@ -50,8 +50,9 @@ class RayReplicaLauncher:
     """The Ray steps of the replica reconciler, for one broker."""
 
     def __init__(self, broker_id: int, log_dirs: tuple[str, ...], namespace: str, node_id: str | None,
-                 coordinator: str | None = None) -> None:
+                 coordinator: str | None = None, failed_dirs: Collection[str] = ()) -> None:
         self._broker_id = broker_id
+        self._failed_dirs = failed_dirs   # the broker's (a live view): new partitions go elsewhere
         # The coordinator's actor name, handed to each replica (its ISR changes go through it). Not
         # its handle: unpickling a handle makes Ray import the actor's class, and with it the whole
         # coordinator and front end (~5.5 MiB in every replica process).
@@ -67,7 +68,7 @@ class RayReplicaLauncher:
         name = replica_name(self._broker_id, tp)
         actor = await asyncio.to_thread(self._existing, name)
         if actor is None:
-            log_dir = choose_log_dir(self._log_dirs, tp)
+            log_dir = await asyncio.to_thread(choose_log_dir, self._log_dirs, tp, failed=self._failed_dirs)
             actor = ReplicaActor.options(
                 name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
                 **pin_to_node(self._node_id)).remote(
@@ -75,7 +76,8 @@ class RayReplicaLauncher:
                     checkpoint=place(tp, log_dir), topic_id=topic_id,
                     coordinator=(self._coordinator, self._namespace) if self._coordinator else None)
         else:
-            log_dir = find_partition_dir(self._log_dirs, tp) or choose_log_dir(self._log_dirs, tp)
+            log_dir = find_partition_dir(self._log_dirs, tp) or choose_log_dir(self._log_dirs, tp,
+                                                                               failed=self._failed_dirs)
             place(tp, log_dir)
         try:
             answer = await actor.ready.remote()

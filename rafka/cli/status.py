@@ -62,6 +62,8 @@ def _print_text(report: dict) -> None:
             print(f"    under-replicated (led here, ISR short): {', '.join(b['under_replicated_partitions'])}")
         if b.get("offline_partitions"):
             print(f"    OFFLINE partitions (no leader): {', '.join(b['offline_partitions'])}")
+        for log_dir, reason in (b.get("offline_log_dirs") or {}).items():
+            print(f"    OFFLINE log dir {log_dir} (writes refused, reads served): {reason}")
         for o in b.get("offline_replicas", []):
             print(f"    OFFLINE {o['partition']}: {o['error']} (failed {o['failures']} times; "
                   f"next try in {o['retry_in_ms'] / 1000:.1f} s)")

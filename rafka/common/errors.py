@@ -207,6 +207,13 @@ class StaleControllerEpochError(KafkaError):
     code = ErrorCode.STALE_CONTROLLER_EPOCH
 
 
+class KafkaStorageError(KafkaError):
+    """A log on a failed (offline) log dir: a write hit an I/O error (ENOSPC, EIO, EROFS), and
+    the log takes no more writes (Kafka's KafkaStorageException, KAFKA_STORAGE_ERROR)."""
+
+    code = ErrorCode.KAFKA_STORAGE_ERROR
+
+
 class StartupError(Exception):
     """A broker cannot start (live duplicate broker id, unusable log dir, bad config).
 

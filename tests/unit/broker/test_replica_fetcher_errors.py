@@ -39,3 +39,26 @@ def test_a_transient_answer_backs_off_and_keeps_its_place(error):
     p, before = asyncio.run(take(error))
     assert not p.fenced and p.fetch_offset == 10
     assert p.retry_at >= before + rf.FETCH_BACKOFF_S
+
+
+def test_a_follower_on_a_failed_log_dir_stops_fetching_until_new_metadata():
+    """Its own append answers KAFKA_STORAGE_ERROR: no truncation, no retry loop; the controller,
+    told by the broker, sends new metadata (a new leader epoch) before it is fetched again."""
+    from rafka.partition_worker.messages import FollowerAppendResult
+
+    class Channel:
+        async def follower_append(self, records, high_watermark, log_start_offset):
+            return FollowerAppendResult(ErrorCode.KAFKA_STORAGE_ERROR, 10, 5)
+
+    async def go() -> rf.FollowedPartition:
+        fetcher = rf.ReplicaFetcher(1, 0, "127.0.0.1", 1)
+        try:
+            p = rf.FollowedPartition(TopicPartition("t", 0), leader_epoch=3, channel=Channel(), fetch_offset=10,
+                                     truncating=False)
+            await fetcher._take(p, {**answer(ErrorCode.NONE), "records": b"x", "high_watermark": 12})
+            return p
+        finally:
+            fetcher.stop()
+
+    p = asyncio.run(go())
+    assert p.fenced and not p.truncating and p.fetch_offset == 10

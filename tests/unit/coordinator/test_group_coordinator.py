@@ -222,6 +222,8 @@ class RaisingOffsets(MemoryOffsets):
     (ErrorCode.NOT_ENOUGH_REPLICAS, ErrorCode.COORDINATOR_NOT_AVAILABLE),
     (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
     (ErrorCode.REQUEST_TIMED_OUT, ErrorCode.REBALANCE_IN_PROGRESS),
+    (ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NOT_COORDINATOR),   # its __consumer_offsets dir is full
+    (ErrorCode.RECORD_LIST_TOO_LARGE, ErrorCode.UNKNOWN_SERVER_ERROR),
     ("raises", ErrorCode.UNKNOWN_SERVER_ERROR)])
 def test_a_failed_write_of_the_leaders_assignment_is_not_answered_as_success(failure, expected):
     """Kafka's storeGroup callback: when the leader's assignment cannot be written, SyncGroup is
