@@ -52,6 +52,19 @@ class BrokerCheckpoints:
             if value is not None and value >= 0:
                 table[tp] = value
 
+    def move(self, tp: TopicPartition, log_dir: str) -> None:
+        """`tp`'s log moved to `log_dir` (AlterReplicaLogDirs): its entries move with it, so the
+        next writes put them in that dir's files (the old dir's drop them once its directory is gone)."""
+        old = self._dir_of.get(tp)
+        self._dir_of[tp] = str(log_dir)
+        if old is None or old == str(log_dir):
+            return
+        src, dst = self._dirs[old], self._dirs[str(log_dir)]
+        for a, b in ((src.recovery_points, dst.recovery_points), (src.log_start_offsets, dst.log_start_offsets),
+                     (src.cleaner_offsets, dst.cleaner_offsets)):
+            if tp in a:
+                b[tp] = a[tp]
+
     def cleaner_offset(self, tp: TopicPartition) -> int | None:
         log_dir = self._dir_of.get(tp)
         return None if log_dir is None else self._dirs[log_dir].cleaner_offsets.get(tp)
