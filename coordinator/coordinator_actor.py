@@ -125,6 +125,8 @@ class BrokerCoordinator:
             check_meta_properties(d, self._id, self._cluster_id)
         # Moves between log dirs that a stop cut short: swaps finished, copies resumed once running.
         recovery = await asyncio.to_thread(recover_moves, self._config.log_dirs)
+        for log_dir, future in recovery.complete:
+            self._maintenance.moved(future.tp, log_dir)
         if recovery.complete or recovery.resume or recovery.remove:
             self._log.info("log dir moves left by the last run: %d swaps finished, %d resumed, %d dirs removed",
                            len(recovery.complete), len(recovery.resume), len(recovery.remove))

@@ -188,8 +188,12 @@ class ReplicaLogDirs:
                 self._log.warning("abandoning the move of %s: its replica stopped running", tp)
                 return
             await self._publish()
-            self._log.info("The current replica of %s is successfully replaced with the future replica in %s "
-                           "(the partition paused for %.2f s)", tp, move.log_dir, time.monotonic() - paused_at)
+            if tp in self._reconciler.replicas and self._current_dir(tp) == move.log_dir:
+                self._log.info("The current replica of %s is successfully replaced with the future replica in %s "
+                               "(the partition paused for %.2f s)", tp, move.log_dir, time.monotonic() - paused_at)
+            else:
+                self._log.warning("the move of %s to %s did not complete; its replica starts again where its "
+                                  "log is", tp, move.log_dir)
         except asyncio.CancelledError:
             keep_future = self._stopped   # a stopping broker resumes it at its next start
             raise
