@@ -35,7 +35,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AbstractSet, Awaitable, Callable, Mapping
+from typing import Any, AbstractSet, Awaitable, Callable, Mapping
 
 from rafka.common.errors import ErrorCode
 from rafka.common.types import TopicPartition
@@ -183,7 +183,7 @@ class ReplicaLogDirs:
             paused_at = time.monotonic()
             restarted = await self._reconciler.restart_replica(
                 tp, self._topic_id(tp), before_stop=self._publish,
-                while_stopped=lambda status: self._swap(move, copier, source_dir))
+                while_stopped=lambda status: self._swap(move, copier, source_dir, status))
             if not restarted:
                 self._log.warning("abandoning the move of %s: its replica stopped running", tp)
                 return
@@ -242,11 +242,14 @@ class ReplicaLogDirs:
             return
         move.offset_lag = max(0, status.log_end_offset - future_end) if future_end >= 0 else plan.INVALID_OFFSET_LAG
 
-    async def _swap(self, move: Move, copier: moves.DirCopier, source_dir: str) -> None:
-        """With the replica closed: the last copy round, the swap, the checkpoints moved along."""
+    async def _swap(self, move: Move, copier: moves.DirCopier, source_dir: str, status: Any) -> None:
+        """With the replica closed: the last copy round, the swap, the checkpoints moved along
+        (its closing status gives them again: a checkpoint write during the swap, which saw the
+        partition in neither dir, may have dropped them)."""
         await asyncio.to_thread(copier.copy_round, True)
         deleted = await asyncio.to_thread(moves.swap_in_future, source_dir, move.log_dir, move.tp, move.move_id)
         self._maintenance.moved(move.tp, move.log_dir)
+        self._maintenance.take_statuses([move.tp], [status])
         await self._maintenance.write_checkpoints({}, ask_replicas=False)
         asyncio.get_running_loop().call_later(
             self._delete_delay_s, lambda: asyncio.ensure_future(asyncio.to_thread(shutil.rmtree, deleted, True)))

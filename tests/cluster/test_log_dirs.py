@@ -148,6 +148,33 @@ def test_refusals_carry_kafkas_codes(two_dirs):
     assert logs_of(describe(bootstrap), "refused") == {(here, 0, False): (0, 0)}
 
 
+def test_the_cli_describes_and_moves_with_trustworthy_exit_codes(two_dirs):
+    import json
+
+    from tests.cluster.test_crash_restart import rafka
+
+    cluster, dirs = two_dirs
+    bootstrap = cluster.bootstrap_servers
+    create(bootstrap, "cli", 1)
+    produce(bootstrap, "cli", 500, 1)
+    here = next(d for d in dirs if (Path(d) / "cli-0").is_dir())
+    there = next(d for d in dirs if d != here)
+    refused = rafka("log-dirs", "move", "cli:0", "/no/such/dir", "--bootstrap-server", bootstrap, "--output", "json")
+    assert refused.returncode == 1 and json.loads(refused.stdout)["error"] == "LOG_DIR_NOT_FOUND"
+    moved = rafka("log-dirs", "move", "cli:0", there, "--wait", "--bootstrap-server", bootstrap, "--output", "json")
+    assert moved.returncode == 0, moved.stderr
+    assert json.loads(moved.stdout) == {"topic": "cli", "partition": 0, "broker": 0, "log_dir": there,
+                                        "error": "NONE", "done": True}
+    described = rafka("log-dirs", "describe", "--topic-list", "cli", "--bootstrap-server", bootstrap,
+                      "--output", "json")
+    assert described.returncode == 0, described.stderr
+    [broker] = json.loads(described.stdout)["brokers"]
+    logs = {d["logDir"]: d["partitions"] for d in broker["logDirs"]}
+    assert logs == {here: [], there: [{"partition": "cli-0", "size": segment_bytes(Path(there) / "cli-0"),
+                                       "offsetLag": 0, "isFuture": False}]}
+    assert rafka("log-dirs", "describe", "--bootstrap-server", bootstrap).returncode == 0
+
+
 def test_a_partition_moves_under_acks_all_produce_and_loses_nothing(two_dirs):
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import KafkaAdminClient
