@@ -174,6 +174,7 @@ class ReplicaLogDirs:
             if source_dir is None:
                 return
             copier = moves.DirCopier(Path(source_dir) / str(tp), future, self._throttle)
+            await self._note_lag(move, future)
             for _ in range(MAX_BULK_ROUNDS):
                 copied = await asyncio.to_thread(copier.copy_round)
                 await self._note_lag(move, future)
@@ -236,11 +237,12 @@ class ReplicaLogDirs:
             return
         try:
             status = await asyncio.wait_for(replica.actor.status.remote(), STATUS_TIMEOUT_S)
-            future_end = await asyncio.to_thread(moves.log_end_offset, future)
+            future_end = await asyncio.to_thread(moves.log_end_offset, future) if future.is_dir() else -1
         except Exception as e:  # noqa: BLE001 - only a figure to report; the copy goes on
             self._log.debug("could not measure the lag of the future log of %s: %r", move.tp, e)
             return
-        move.offset_lag = max(0, status.log_end_offset - future_end) if future_end >= 0 else plan.INVALID_OFFSET_LAG
+        # A future log without a segment yet starts where the current one starts.
+        move.offset_lag = max(0, status.log_end_offset - (future_end if future_end >= 0 else status.log_start_offset))
 
     async def _swap(self, move: Move, copier: moves.DirCopier, source_dir: str, status: Any) -> None:
         """With the replica closed: the last copy round, the swap, the checkpoints moved along
