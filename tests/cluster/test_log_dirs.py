@@ -224,9 +224,10 @@ def test_a_partition_moves_under_acks_all_produce_and_loses_nothing(two_dirs):
         finally:
             admin.close()
         assert outcome == {TopicPartitionReplica("moving", 0, 0): NoError}
-        future_seen = wait_until(lambda: logs_of(describe(bootstrap), "moving").get((target, 0, True)),
-                                 timeout_s=30, interval_s=0.05, message="the future log in the target dir")
-        assert future_seen[0] > 0 and future_seen[1] >= 0
+        future_seen = wait_until(lambda: (f := logs_of(describe(bootstrap), "moving").get((target, 0, True)))
+                                 and f[0] > 0 and f, timeout_s=30, interval_s=0.05,
+                                 message="the future log in the target dir, being copied")
+        assert future_seen[1] > 0   # its lag: the replica's log end is ahead of it
         wait_until(lambda: set(logs_of(describe(bootstrap), "moving")) == {(target, 0, False)}, timeout_s=180,
                    message="the move done")
     finally:
