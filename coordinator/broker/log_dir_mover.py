@@ -198,6 +198,8 @@ class ReplicaLogDirs:
         except asyncio.CancelledError:
             keep_future = self._stopped   # a stopping broker resumes it at its next start
             raise
+        except FileNotFoundError as e:   # its log went while copied: the topic was deleted
+            self._log.warning("abandoning the move of %s to %s: its log is gone (%s)", tp, move.log_dir, e)
         except Exception:  # noqa: BLE001 - this move only; the replica goes on where it was
             self._log.exception("the move of replica %s to %s failed", tp, move.log_dir)
         finally:
