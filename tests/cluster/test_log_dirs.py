@@ -280,3 +280,64 @@ def test_a_move_cut_short_by_a_broker_stop_resumes_at_its_next_start(two_dirs):
 
     values = read(bootstrap, "resumed", 0, 30000)
     assert [int(v[:8]) for v in values] == list(range(30000))
+
+
+def test_replicas_of_an_rf3_partition_move_on_their_brokers_and_stay_in_sync(rafka_cluster, zk_connect, tmp_path):
+    """Three brokers with two log dirs each, one RF=3 partition (min.insync.replicas=2): a
+    follower's replica moves, then the leader's, under acks=all produce; every acknowledged
+    record reads back, and the ISR is whole again afterwards."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from rafka.cluster import Cluster
+    from rafka.common.config import BrokerConfig
+    from tests.cluster.test_crash_restart import assert_read_back
+
+    base = BrokerConfig.from_mapping({"zookeeper.connect": zk_connect, "log.segment.bytes": str(256 << 10),
+                                      "log.segment.delete.delay.ms": "1000", "auto.leader.rebalance.enable": "false",
+                                      "offsets.topic.num.partitions": "1"})
+    cluster = Cluster(tmp_path / "rf3", brokers=1, first_port=0, config=base, namespace="rafka-logdirs3")
+    dirs = {b: (str(tmp_path / f"b{b}" / "a"), str(tmp_path / f"b{b}" / "b")) for b in range(3)}
+    try:
+        cluster.start_broker(cluster.broker_config(0).replace(log_dirs=dirs[0]))
+        for b in (1, 2):
+            cluster.start_broker(cluster.broker_config(b).replace(log_dirs=dirs[b]))
+        addresses = {b: h.address for b, h in cluster.brokers.items()}
+        bootstrap = cluster.bootstrap_servers
+        admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
+        admin.create_topics([NewTopic("rf3", 1, 3, config={"min.insync.replicas": "2"})])["rf3"].result(60)
+        meta = wait_until(lambda: (p := partition_list(bootstrap, "rf3", 1)[0]) and p.get("leader_id", -1) >= 0
+                          and len(p["isr_nodes"]) == 3 and p, timeout_s=60, message="rf3 led with a full ISR")
+        leader = meta["leader_id"]
+        follower = next(b for b in range(3) if b != leader)
+        acked: dict[tuple[int, int], bytes] = {}
+        errors: list[str] = []
+        producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 2, "log_level": 3,
+                             "batch.size": 65536,   # under segment.bytes (256 KiB here)
+                             "enable.idempotence": True,
+                             "message.timeout.ms": 120000})
+
+        def send(first: int, count: int) -> None:
+            for i in range(first, first + count):
+                producer.produce("rf3", b"%08d" % i + b"r" * 500, partition=0,
+                                 on_delivery=lambda err, msg: errors.append(str(err)) if err is not None
+                                 else acked.__setitem__((msg.partition(), msg.offset()), msg.value()))
+                producer.poll(0)
+
+        send(0, 3000)
+        for i, broker in enumerate((follower, leader)):
+            here = next(d for d in dirs[broker] if (Path(d) / "rf3-0").is_dir())
+            there = next(d for d in dirs[broker] if d != here)
+            assert alter(addresses[broker], there, "rf3", [0]) == {0: ErrorCode.NONE}
+            send(3000 + 1000 * i, 1000)   # while it moves
+            wait_until(lambda: set(logs_of(describe(addresses[broker]), "rf3")) == {(there, 0, False)},
+                       timeout_s=120, message=f"the replica of broker {broker} moved")
+            assert not (Path(here) / "rf3-0").exists()
+        assert producer.flush(120) == 0
+        assert len(acked) == 5000, sorted(set(errors))[:5]
+        wait_until(lambda: len(partition_list(bootstrap, "rf3", 1)[0].get("isr_nodes", [])) == 3, timeout_s=60,
+                   message="the full ISR again")
+        assert_read_back(bootstrap, "rf3", 1, acked, "logdirs-rf3")
+        assert sorted(acked) == [(0, o) for o in range(5000)]   # nothing written twice
+    finally:
+        cluster.stop()
