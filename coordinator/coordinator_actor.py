@@ -18,6 +18,8 @@ It holds no decisions of its own. It owns, and drives from its timers and ZooKee
   takes them out of the ISR until they run again; and those on a failed log dir
   (`FailedLogDirs`, coordinator/broker/log_dir_failure.py) where another in-sync replica can lead;
 - `AdminService` (coordinator/admin/): the topic admin APIs its front end forwards;
+- `ReplicaLogDirs` (coordinator/broker/): DescribeLogDirs, and moving replicas between this
+  broker's log dirs (AlterReplicaLogDirs), which its front end forwards;
 - `LogMaintenance` (coordinator/broker/): checkpoint files and the log cleaner's rounds.
 
 Async actor. ZooKeeper and other blocking calls run in threads; kazoo watch callbacks only
@@ -45,6 +47,8 @@ from rafka.common.types import Endpoint, TopicPartition
 from rafka.coordinator.admin.admin_service import AdminService
 from rafka.coordinator.broker.death_watch import BrokerDeathWatch
 from rafka.coordinator.broker.log_dir_failure import FailedLogDirs, replicas_to_report
+from rafka.coordinator.broker.log_dir_mover import ReplicaLogDirs
+from rafka.coordinator.broker.log_dir_plan import LogDirDescription
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.coordinator.broker.offline_report import REPORT_TIMEOUT_S, OfflineReplicaReport
 from rafka.coordinator.broker.reconciler import ReplicaReconciler
@@ -56,6 +60,7 @@ from rafka.coordinator.messages import PartitionsSpec, TopicResult, TopicSpec
 from rafka.coordinator.zk.zk_data import BrokerRegistration, ProducerIdBlock
 from rafka.coordinator.zk.zk_store import ZkStore
 from rafka.net.frontend_actor import Frontend
+from rafka.partition_worker.log_dir_moves import recover_moves
 from rafka.partition_worker.log_dirs import check_meta_properties
 from rafka.partition_worker.messages import AlterIsr
 
@@ -91,10 +96,17 @@ class BrokerCoordinator:
         self._maintenance = LogMaintenance(config, self._log)
         self._failed_dirs = FailedLogDirs()
         self._fenced: dict[TopicPartition, Any] = {}   # replicas on failed dirs told so (their handles)
-        self._reconciler = ReplicaReconciler(
-            self._id, RayReplicaLauncher(self._id, config.log_dirs, namespace, node_id,
-                                         coordinator=coordinator_name(self._id), failed_dirs=self._failed_dirs),
-            self._maintenance, self._topic_config, self._log, on_replica_lost=self._replica_lost)
+        launcher = RayReplicaLauncher(self._id, config.log_dirs, namespace, node_id,
+                                      coordinator=coordinator_name(self._id), failed_dirs=self._failed_dirs)
+        self._reconciler = ReplicaReconciler(self._id, launcher, self._maintenance, self._topic_config, self._log,
+                                             on_replica_lost=self._replica_lost)
+        self._log_dirs = ReplicaLogDirs(
+            config.log_dirs, self._reconciler, self._maintenance, self._log, topic_id=self._topic_id,
+            known=lambda tp: self._metadata.partition(tp.topic, tp.partition) is not None,
+            hosted=self._hosts, publish=self._replica_lost, prefer=launcher.prefer,
+            io_max_bytes_per_s=config.replica_alter_log_dirs_io_max_bytes_per_second,
+            file_delete_delay_ms=config.log_segment_delete_delay_ms,
+            offline_dirs=lambda: frozenset(self._failed_dirs))
         self._death_watch = BrokerDeathWatch(self._id, namespace, self._broker_died, self._log)
         self._offline_report: OfflineReplicaReport | None = None
         self._stopped = asyncio.Event()
@@ -116,6 +128,14 @@ class BrokerCoordinator:
         self._cluster_id = await asyncio.to_thread(self._zk.ensure_cluster_id)
         for d in self._config.log_dirs:
             check_meta_properties(d, self._id, self._cluster_id)
+        # Moves between log dirs that a stop cut short: swaps finished, copies resumed once running.
+        recovery = await asyncio.to_thread(recover_moves, self._config.log_dirs)
+        for log_dir, future in recovery.complete:
+            self._maintenance.moved(future.tp, log_dir)
+        if recovery.complete or recovery.resume or recovery.remove:
+            self._log.info("log dir moves left by the last run: %d swaps finished, %d resumed, %d dirs removed",
+                           len(recovery.complete), len(recovery.resume), len(recovery.remove))
+        self._log_dirs.resume(recovery)
         listener = Endpoint.parse(self._config.listeners[0])
         advertised = Endpoint.parse(self._config.advertised_listeners[0]) if self._config.advertised_listeners \
             else listener
@@ -169,6 +189,7 @@ class BrokerCoordinator:
         self._stopping = True
         self._stopped.set()
         self._death_watch.stop()
+        self._log_dirs.stop()
         if self._offline_report is not None:
             self._offline_report.stop()
         for task in self._tasks:
@@ -584,6 +605,24 @@ class BrokerCoordinator:
             await asyncio.gather(*[replicas[tp].actor.update_config.remote(config) for tp in mine if tp in replicas],
                                  return_exceptions=True)
             self._log.info("applied the new config of topic %s to %d replicas", topic, len(mine))
+
+    # -- log dirs (DescribeLogDirs, AlterReplicaLogDirs) ------------------------------
+    async def describe_log_dirs(self, partitions: set[TopicPartition] | None) -> list[LogDirDescription]:
+        return await self._log_dirs.describe(partitions)
+
+    async def alter_replica_log_dirs(self, moves: dict[TopicPartition, str]) -> dict[TopicPartition, ErrorCode]:
+        return await self._log_dirs.alter(moves)
+
+    def _topic_id(self, tp: TopicPartition) -> Any:
+        info = self._metadata.topics.get(tp.topic)
+        return None if info is None else info.topic_id
+
+    def _hosts(self, tp: TopicPartition) -> bool | None:
+        """Whether the metadata gives `tp` a replica on this broker (None: no metadata yet)."""
+        if self._metadata.controller_epoch < 0:
+            return None
+        info = self._metadata.partition(tp.topic, tp.partition)
+        return info is not None and self._id in info.replicas
 
     # -- admin (any broker; the controller acts on what lands in ZooKeeper) -----------
     async def claim_producer_id_block(self) -> ProducerIdBlock:

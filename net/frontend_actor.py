@@ -178,6 +178,14 @@ class Frontend:
         except CoordinatorCallError as e:
             return {name: (e.code, str(e)) for name in changes}
 
+    async def describe_log_dirs(self, partitions: set[TopicPartition] | None) -> list:
+        """Raises CoordinatorCallError."""
+        return await self._ask_coordinator("describe_log_dirs", partitions)
+
+    async def alter_replica_log_dirs(self, moves: dict[TopicPartition, str]) -> dict[TopicPartition, ErrorCode]:
+        """Raises CoordinatorCallError."""
+        return await self._ask_coordinator("alter_replica_log_dirs", moves)
+
     async def init_producer_id(self, producer_id: int, producer_epoch: int) -> tuple[ErrorCode, int, int]:
         """(error, id, epoch) for an idempotent producer; ids come from blocks the broker's
         coordinator claims in ZooKeeper. When none can be claimed the answer is retriable."""

@@ -20,6 +20,7 @@ from rafka.net.auto_create import TopicAutoCreator
 from rafka.net.config_handlers import CONFIG_APIS, ConfigApis
 from rafka.net.data_plane import PendingRead, await_fetch
 from rafka.net.group_handlers import GROUP_APIS, UNKNOWN_AUTHORIZED_OPERATIONS, GroupApis, RequestContext
+from rafka.net.log_dir_handlers import LOG_DIR_APIS, LogDirApis
 from rafka.net.protocol import apis, codec
 from rafka.net.replication_handlers import REPLICATION_APIS, ReplicationApis
 from rafka.net.routing import leader_channel
@@ -89,7 +90,7 @@ def _advertised_ranges() -> dict[int, tuple[int, int]]:
 
 IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS,
                DELETE_RECORDS, INIT_PRODUCER_ID, DESCRIBE_CLUSTER, CREATE_PARTITIONS, *GROUP_APIS, *CONFIG_APIS,
-               *REPLICATION_APIS)
+               *REPLICATION_APIS, *LOG_DIR_APIS)
 
 
 class RequestDispatcher:
@@ -114,7 +115,7 @@ class RequestDispatcher:
         }
         # Group APIs also get who asked (client id, host): members are described with them.
         self._context_handlers = {**GroupApis(services).handlers(), **ConfigApis(services).handlers(),
-                                 **ReplicationApis(services).handlers()}
+                                 **ReplicationApis(services).handlers(), **LogDirApis(services).handlers()}
 
     @property
     def advertised(self) -> dict[int, tuple[int, int]]:

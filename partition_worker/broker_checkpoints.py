@@ -53,6 +53,22 @@ class BrokerCheckpoints:
             if value is not None and value >= 0:
                 table[tp] = value
 
+    def move(self, tp: TopicPartition, log_dir: str) -> None:
+        """`tp`'s log moved to `log_dir` (AlterReplicaLogDirs): its entries move with it, so the
+        next writes put them in that dir's files (the old dir's drop them once its directory is gone)."""
+        old = self._dir_of.get(tp)
+        self._dir_of[tp] = str(log_dir)
+        # Not placed yet (a swap finished at the broker's start): from whichever other dir has it.
+        sources = [old] if old is not None else [d for d, cps in self._dirs.items() if tp in cps.recovery_points
+                                                 or tp in cps.log_start_offsets or tp in cps.cleaner_offsets]
+        src, dst = next((self._dirs[d] for d in sources if d != str(log_dir)), None), self._dirs[str(log_dir)]
+        if src is None:
+            return
+        for a, b in ((src.recovery_points, dst.recovery_points), (src.log_start_offsets, dst.log_start_offsets),
+                     (src.cleaner_offsets, dst.cleaner_offsets)):
+            if tp in a:
+                b[tp] = a[tp]
+
     def cleaner_offset(self, tp: TopicPartition) -> int | None:
         log_dir = self._dir_of.get(tp)
         return None if log_dir is None else self._dirs[log_dir].cleaner_offsets.get(tp)

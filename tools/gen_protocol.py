@@ -64,7 +64,13 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     "ElectLeaders": (0, 2),       # preferred and unclean leader election (kafka-leader-election.sh)
     "DeleteRecords": (0, 2),      # the full JSON range
     "OffsetForLeaderEpoch": (2, 4),  # v2 = first version with the current leader epoch
+    "AlterReplicaLogDirs": (0, 2),   # the full range of Kafka 3.9 (kafka-reassign-partitions.sh's log_dirs)
+    "DescribeLogDirs": (0, 4),       # Kafka 3.9's range; v5 adds KIP-1066 cordoned log dirs
 }
+
+# APIs whose version 0 Kafka 4.0 removed from the JSON although it is "the same as version 1"
+# (the JSON's own words): Kafka 3.9 still serves it, so the generator puts it back.
+RESTORED_V0 = {"AlterReplicaLogDirs", "DescribeLogDirs"}
 
 HEADER = (
     "# Generated from Kafka's JSON message definitions ({src}) by tools/gen_protocol.py.\n"
@@ -215,6 +221,9 @@ def build_api(name: str) -> tuple[Api, dict]:
         raise ValueError(name)
     json_range = parse_versions(req["validVersions"])
     assert json_range is not None
+    restored = name in RESTORED_V0 and json_range[0] == 1
+    if restored:
+        json_range = (0, json_range[1])
     versions, note = clamp(name, json_range)
     flex = parse_versions(req["flexibleVersions"])
     flex_resp = parse_versions(resp["flexibleVersions"])
@@ -231,6 +240,8 @@ def build_api(name: str) -> tuple[Api, dict]:
         request=tuple(build_field(f, common_req) for f in req["fields"]),
         response=tuple(build_field(f, common_resp) for f in resp["fields"]),
     )
+    if restored:
+        note = "v0 (the same as v1) restored: Kafka 3.9 serves it" + (f"; {note}" if note else "")
     meta = {"note": note, "req": (req, req_text), "resp": (resp, resp_text)}
     return api, meta
 

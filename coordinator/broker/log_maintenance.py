@@ -45,6 +45,10 @@ class LogMaintenance:
             self._cleaner_checkpoints.setdefault(tp, checkpoint.cleaner_offset)
         return checkpoint
 
+    def moved(self, tp: TopicPartition, log_dir: str) -> None:
+        """`tp`'s log now lives in `log_dir` (AlterReplicaLogDirs): its checkpointed values go with it."""
+        self._checkpoints.move(tp, log_dir)
+
     def opened(self, tp: TopicPartition, config: LogConfig) -> None:
         self._log_configs[tp] = config
 

@@ -45,6 +45,8 @@ class Launcher(Protocol):
 
     async def delete(self, tp: TopicPartition, replica: Any | None) -> None: ...
 
+    async def stop(self, tp: TopicPartition, replica: Any) -> Any: ...
+
 
 class ReplicaReconciler:
     """The book of a broker's replicas, and the ticks that move it toward its targets."""
@@ -155,6 +157,35 @@ class ReplicaReconciler:
         del replica
         if self._on_replica_lost is not None:
             await self._on_replica_lost()
+
+    async def restart_replica(self, tp: TopicPartition, topic_id: uuid.UUID | None, *,
+                              before_stop: Callable[[], Awaitable[None]],
+                              while_stopped: Callable[[Any], Awaitable[None]]) -> bool:
+        """Stop the running replica of `tp` cleanly, run `while_stopped(its last status)` (a log
+        dir move swaps its files), and start it again with its role, its log dir found anew.
+        `before_stop` runs once the replica is out of `replicas` (the front end stops routing
+        to it). Ticks wait meanwhile. False, with nothing done, when it does not run; a failed
+        step leaves it offline (restarted later, as any failed start)."""
+        async with self._lock:
+            entry = self.book.get(tp)
+            if tp not in self.replicas or entry is None or entry.role is None:
+                return False
+            # No reference to the replica is kept here: while its creator holds a handle, Ray
+            # keeps a dead actor's name, and the new replica takes the same name.
+            stopping = self._launcher.stop(tp, self.replicas.pop(tp))
+            watch = self._watches.pop(tp, None)
+            if watch is not None:
+                watch.cancel()
+            try:
+                await self._bounded(before_stop())
+                status = await self._bounded(stopping)
+                self._maintenance.take_statuses([tp], [status])
+                await self._bounded(while_stopped(status))
+                await self._bounded(self._start(tp, entry.role, topic_id))
+            except Exception as e:  # noqa: BLE001 - this partition only: offline, retried with backoff
+                stopping.close()   # (not started if before_stop failed; its replica is adopted at the retry)
+                self._failed(tp, e)
+        return True
 
     def forget_all(self) -> None:
         """Drop every replica from the book (the broker is stopping; they were closed)."""

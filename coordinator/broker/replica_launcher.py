@@ -8,13 +8,16 @@ The reconciler decides; this module does the Ray side of each step for one parti
 - become: hand it a LeaderAndIsr order;
 - watch: learn of its process's death (an outstanding call that fails);
 - stop: close it (flush, clean-shutdown marker) and kill it; delete its directory when its
-  topic was deleted.
+  topic was deleted; or stop it for a restart under the same name (`stop`, which waits until
+  Ray has released the name);
+- place: a partition not created yet goes to the log dir AlterReplicaLogDirs asked for, if any.
 Blocking calls (`ray.get_actor`, `rmtree`) run in threads.
 """
 from __future__ import annotations
 
 import asyncio
 import shutil
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +63,11 @@ class RayReplicaLauncher:
         self._log_dirs = log_dirs
         self._namespace = namespace
         self._node_id = node_id
+        self._preferred: dict[TopicPartition, str] = {}   # log dir for a partition not created yet
+
+    def prefer(self, tp: TopicPartition, log_dir: str) -> None:
+        """Create `tp`'s log in `log_dir` if this broker creates it later (Kafka's preferred log dir)."""
+        self._preferred[tp] = log_dir
 
     async def start(self, tp: TopicPartition, topic_id: uuid.UUID | None, config: LogConfig,
                     place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> LaunchedReplica:
@@ -68,7 +76,15 @@ class RayReplicaLauncher:
         name = replica_name(self._broker_id, tp)
         actor = await asyncio.to_thread(self._existing, name)
         if actor is None:
-            log_dir = await asyncio.to_thread(choose_log_dir, self._log_dirs, tp, failed=self._failed_dirs)
+            preferred = self._preferred.pop(tp, None)
+            if preferred is not None and preferred not in self._failed_dirs \
+                    and find_partition_dir(self._log_dirs, tp) is None:
+                log_dir = preferred
+            else:
+                log_dir = choose_log_dir(self._log_dirs, tp, failed=self._failed_dirs)
+            # Claimed before the next start chooses (no await in between): partitions started
+            # together spread over the log dirs rather than all picking the emptiest one.
+            (Path(log_dir) / str(tp)).mkdir(parents=True, exist_ok=True)
             actor = ReplicaActor.options(
                 name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
                 **pin_to_node(self._node_id)).remote(
@@ -112,6 +128,21 @@ class RayReplicaLauncher:
 
     def kill(self, replica: LaunchedReplica) -> None:
         ray.kill(replica.actor)
+
+    async def stop(self, tp: TopicPartition, replica: LaunchedReplica, timeout_s: float = 30.0) -> Any:
+        """Clean close and kill, for a restart: returns the replica's last status once Ray has
+        released its name (a start meanwhile would adopt the dead actor)."""
+        status = await self.close(replica)
+        self.kill(replica)
+        name = replica_name(self._broker_id, tp)
+        del replica
+        await asyncio.to_thread(self._await_released, name, timeout_s)
+        return status
+
+    def _await_released(self, name: str, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while self._existing(name) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     async def delete(self, tp: TopicPartition, replica: LaunchedReplica | None) -> None:
         """Stop the replica of a deleted topic (if one runs) and remove its directory."""

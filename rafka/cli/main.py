@@ -8,10 +8,10 @@ import argparse
 import logging
 import sys
 
-from rafka.cli import broker, down, dump_log, groups, leader_election, status, topics, up
+from rafka.cli import broker, down, dump_log, groups, leader_election, log_dirs, status, topics, up
 
 COMMANDS = {"up": up, "down": down, "status": status, "broker": broker, "dump-log": dump_log,
-            "groups": groups, "topics": topics, "leader-election": leader_election}
+            "groups": groups, "topics": topics, "leader-election": leader_election, "log-dirs": log_dirs}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -160,6 +160,8 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("min.insync.replicas", int, 1, "Minimum ISR for acks=all.", topic_name="min.insync.replicas",
               minimum=1),
     ConfigKey("replica.lag.time.max.ms", int, 30000, "Time before a lagging follower leaves the ISR."),
+    ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", int, LONG_MAX,
+              "Bytes per second a replica move between log dirs (AlterReplicaLogDirs) copies at most.", minimum=1),
     ConfigKey("auto.leader.rebalance.enable", _parse_bool, True,
               "Move leadership back to preferred replicas when a broker's leaders are imbalanced."),
     ConfigKey("leader.imbalance.check.interval.seconds", int, 300,
@@ -321,6 +323,7 @@ class BrokerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30000
+    replica_alter_log_dirs_io_max_bytes_per_second: int = LONG_MAX
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
     transactional_id_expiration_ms: int = 604_800_000

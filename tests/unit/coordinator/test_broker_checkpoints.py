@@ -53,3 +53,29 @@ def test_update_of_an_unplaced_partition_is_ignored(tmp_path):
     cps.update(C, recovery_point=4)
     cps.write()
     assert read_offset_checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT) == {}
+
+
+def test_a_moved_partition_takes_its_checkpointed_values_to_its_new_dir(tmp_path):
+    from rafka.common.types import TopicPartition
+    from rafka.partition_worker.broker_checkpoints import BrokerCheckpoints, PartitionCheckpoint
+    from rafka.partition_worker.checkpoints import read_offset_checkpoint
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    tp = TopicPartition("t", 0)
+    for d in (a, b):
+        d.mkdir()
+    (a / "t-0").mkdir()
+    cps = BrokerCheckpoints((str(a), str(b)))
+    cps.place(tp, str(a))
+    cps.update(tp, recovery_point=50, log_start_offset=20, cleaner_offset=10)
+    cps.write()
+    (a / "t-0").rename(b / "t-0")
+    cps.move(tp, str(b))
+    cps.write()
+    assert read_offset_checkpoint(b / "log-start-offset-checkpoint") == {tp: 20}
+    assert read_offset_checkpoint(a / "log-start-offset-checkpoint") == {}
+    # A swap finished at the next start, before the partition is placed: loaded from the old dir's files.
+    (b / "t-0").rename(a / "t-0")
+    again = BrokerCheckpoints((str(a), str(b)))
+    again.move(tp, str(a))
+    assert again.place(tp, str(a)) == PartitionCheckpoint(50, 20, 10)

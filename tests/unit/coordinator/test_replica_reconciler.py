@@ -117,6 +117,10 @@ class RecordingLauncher:
         await replica.setdefault("death", asyncio.Event()).wait()
         return True
 
+    async def stop(self, tp, replica):
+        self.stopped = getattr(self, "stopped", []) + [tp]
+        return None
+
 
 class Clock:
     def __init__(self) -> None:
@@ -254,3 +258,49 @@ def test_a_partition_whose_local_leader_still_starts_shows_no_leader_here_but_is
     shown = rp.with_offline_replicas(meta, ME, set(), {A0})
     assert (shown.partition("a", 0).leader, shown.partition("a", 0).offline_replicas) == (-1, ())
     assert shown.partition("a", 1).leader == ME
+
+
+def test_a_replica_restarted_for_a_log_dir_move_stops_swaps_and_serves_again_with_its_role(parts):
+    reconciler, launcher, clock = parts
+    steps = []
+
+    async def scenario():
+        await reconciler.apply(metadata(a={0: (ME,), 1: (ME,)}))
+        old = reconciler.replicas[A0]
+
+        async def before_stop():
+            steps.append(("before_stop", A0 in reconciler.replicas))
+
+        async def while_stopped(status):
+            steps.append(("while_stopped", A0 in reconciler.replicas, launcher.stopped))
+
+        assert await reconciler.restart_replica(A0, TID, before_stop=before_stop, while_stopped=while_stopped)
+        assert reconciler.replicas[A0] is not old
+        assert not await reconciler.restart_replica(TopicPartition("c", 0), TID, before_stop=before_stop,
+                                                    while_stopped=while_stopped)
+
+    run(scenario())
+    assert steps == [("before_stop", False), ("while_stopped", False, [A0])]
+    assert launcher.started == [A0, A1, A0]
+    assert launcher.orders[-1] == (A0, order(ME, (ME,))) and set(reconciler.leaders()) == {A0, A1}
+
+
+def test_a_move_whose_swap_fails_leaves_the_replica_offline_and_retried(parts):
+    reconciler, launcher, clock = parts
+
+    async def scenario():
+        await reconciler.apply(metadata(a={0: (ME,)}))
+
+        async def nothing():
+            return None
+
+        async def fail(status):
+            raise OSError("No space left on device")
+
+        assert await reconciler.restart_replica(A0, TID, before_stop=nothing, while_stopped=fail)
+
+    run(scenario())
+    assert A0 not in reconciler.replicas and "No space left" in reconciler.offline()[0].error
+    clock.ms += rp.RETRY_BACKOFF_MS
+    run(reconciler.apply(metadata(a={0: (ME,)})))
+    assert set(reconciler.leaders()) == {A0}
