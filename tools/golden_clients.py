@@ -83,7 +83,7 @@ def kafka_python(bootstrap: str, topic: str, group: str) -> None:
 
 
 def confluent(bootstrap: str, topic: str, group: str) -> None:
-    from confluent_kafka import Consumer, OFFSET_BEGINNING, Producer, TopicPartition
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
     from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
                                        OffsetSpec)
 
@@ -135,11 +135,10 @@ def confluent(bootstrap: str, topic: str, group: str) -> None:
     _step("list_consumer_groups", lambda: admin.list_consumer_groups().result(timeout=30))
     _step("describe_consumer_groups", lambda: wait(admin.describe_consumer_groups([group])))
     _step("list_consumer_group_offsets", lambda: wait(admin.list_consumer_group_offsets(
-        [__import__("confluent_kafka").ConsumerGroupTopicPartitions(group)])))
+        [ConsumerGroupTopicPartitions(group)])))
     _step("delete_records", lambda: wait(admin.delete_records([TopicPartition(topic, 0, 1)])))
     _step("delete_consumer_groups", lambda: wait(admin.delete_consumer_groups([group])))
     _step("delete_topics", lambda: wait(admin.delete_topics([topic])))
-    del OFFSET_BEGINNING
 
 
 def aiokafka(bootstrap: str, topic: str, group: str) -> None:
@@ -210,7 +209,11 @@ async def _aiokafka(bootstrap: str, topic: str, group: str) -> None:
 
 def kcat(bootstrap: str, topic: str, group: str) -> None:
     def run(*args: str, stdin: bytes = b"") -> None:
-        done = subprocess.run(["kcat", "-b", bootstrap, *args], input=stdin, capture_output=True, timeout=60)
+        try:
+            done = subprocess.run(["kcat", "-b", bootstrap, *args], input=stdin, capture_output=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            log.warning("  kcat %s: no exit within 60 s", " ".join(args))
+            return
         if done.returncode != 0:
             log.warning("  kcat %s: exit %d %s", " ".join(args), done.returncode, done.stderr.decode()[-300:])
 
@@ -220,7 +223,7 @@ def kcat(bootstrap: str, topic: str, group: str) -> None:
     run("-L", "-t", topic)
     run("-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q")
     run("-Q", "-t", f"{topic}:0:{int(time.time() * 1000) - 60000}")
-    run("-C", "-G", group, topic, "-c", str(expected_records()), "-q", "-X", "auto.offset.reset=earliest")
+    run("-C", "-G", group, topic, "-c", str(expected_records()), "-e", "-q", "-X", "auto.offset.reset=earliest")
 
 
 SCENARIOS: dict[str, Callable[[str, str, str], None]] = {

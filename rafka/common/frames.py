@@ -15,12 +15,6 @@ import asyncio
 from typing import Callable
 
 
-# A frame's own buffer is allocated whole up to this size, and beyond it grows (doubling) as
-# the bytes arrive: a size prefix alone (100 MiB is allowed by socket.request.max.bytes) must
-# not make the broker zero-fill 100 MiB per connection before a single byte of it comes.
-EAGER_BYTES = 8 << 20
-
-
 class FrameError(Exception):
     """A frame header announced an impossible length; the connection must be closed."""
 
@@ -44,7 +38,6 @@ class FramedProtocol(asyncio.BufferedProtocol):
         # a handler that is done with the body when `on_frame` returns can share one.
         self._scratch = bytearray(1 << 16) if reuse_buffer else None
         self._body: bytearray | memoryview | None = None
-        self._length = 0  # of the frame being read; its own buffer may be shorter until it fills
         self._got = 0
         self.transport: asyncio.Transport | None = None
         self._can_write = asyncio.Event()
@@ -61,12 +54,6 @@ class FramedProtocol(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._body is None:
             return memoryview(self._head)[self._got:]
-        if self._got == len(self._body) < self._length:
-            # A large frame's buffer grows with the bytes that really came (copied: the
-            # transport may still hold a view of the old one); see EAGER_BYTES.
-            grown = bytearray(min(self._length, 2 * len(self._body)))
-            grown[:self._got] = self._body
-            self._body = grown
         return memoryview(self._body)[self._got:]
 
 
@@ -81,9 +68,8 @@ class FramedProtocol(asyncio.BufferedProtocol):
                 self.on_refused(e)
                 self.transport.close()
                 return
-            self._length = length
             if self._scratch is None:
-                self._body = bytearray(min(length, EAGER_BYTES))
+                self._body = bytearray(length)
             else:
                 if len(self._scratch) < length:
                     self._scratch = bytearray(max(length, 2 * len(self._scratch)))
@@ -91,7 +77,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
             self._got = 0
             if length:
                 return
-        elif self._got < self._length:
+        elif self._got < len(self._body):
             return
         head, body = bytes(self._head), self._body
         self._body, self._got = None, 0
