@@ -154,7 +154,8 @@ async def _astep(name: str, coro: object) -> None:
 
 async def _aiokafka(bootstrap: str, topic: str, group: str) -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-    from aiokafka.admin import AIOKafkaAdminClient, ConfigResource, ConfigResourceType, NewTopic
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic, RecordsToDelete
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, client_id="golden-aiokafka")
     await admin.start()
@@ -202,7 +203,7 @@ async def _aiokafka(bootstrap: str, topic: str, group: str) -> None:
     await _astep("list_consumer_groups", admin.list_consumer_groups())
     await _astep("describe_consumer_groups", admin.describe_consumer_groups([group]))
     await _astep("list_consumer_group_offsets", admin.list_consumer_group_offsets(group))
-    await _astep("delete_records", admin.delete_records({tps[0]: 1}))
+    await _astep("delete_records", admin.delete_records({tps[0]: RecordsToDelete(1)}))
     await _astep("delete_topics", admin.delete_topics([topic], timeout_ms=30000))
     await admin.close()
 

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", nargs="+", choices=sorted(SCENARIOS), default=list(SCENARIOS))
     parser.add_argument("--bootstrap", help="a running broker HOST:PORT (default: start a one-broker cluster)")
     parser.add_argument("--out-dir", type=Path, default=DEFAULT_OUT, help=f"default {DEFAULT_OUT}")
-    parser.add_argument("--per-version", type=int, default=6, help="exchanges kept per (API, version)")
+    parser.add_argument("--per-version", type=int, default=10, help="exchanges kept per (API, version)")
     parser.add_argument("--max-frame-bytes", type=int, default=32768, help="skip exchanges with a larger frame")
     parser.add_argument("--output", choices=("text", "json"), default="text")
     args = parser.parse_args(argv)
