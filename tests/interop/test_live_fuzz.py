@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.frame_mutations import FrameMutator, golden_seeds, table_seeds
+from rafka.net.protocol import codec
+from tests.frame_mutations import FrameMutator, Seed, golden_seeds, table_seeds
 from tests.interop.clients import create_topic
 from tests.waiting import wait_until
 
@@ -36,7 +37,12 @@ READ_AFTER_SEND_S = 0.5     # how long a connection waits for answers before it 
 CREATE_TOPICS, CREATE_PARTITIONS = 19, 37
 EXCLUDED_KEYS = {CREATE_TOPICS, CREATE_PARTITIONS}
 ACKED_RECORDS = 300
+# The data APIs whose golden requests are aimed at the target topic, so their mutations reach
+# the partition (record batch validation, fetch and offset lookups), not just an unknown topic.
+RETARGETED = {0: "topic_data", 1: "topics", 2: "topics", 3: "topics", 21: "topics", 23: "topics"}
+TARGET_PARTITIONS = 2  # the golden recordings use partitions 0 and 1
 UNEXPECTED_MARKERS = ("after an unexpected error", "Traceback (most recent call last)")
+REFUSED_MARKER = "outside 1..104857600"  # the front end's warning for an absurd size prefix
 
 
 @pytest.fixture(scope="module")
@@ -59,14 +65,14 @@ def _ray_log_files() -> list[Path]:
     return sorted((session / "logs").glob("worker-*"))
 
 
-def _unexpected_lines(offsets: dict[Path, int]) -> list[str]:
-    """Lines of every Ray worker log written after `offsets` that show an unexpected error."""
+def _log_lines_since(offsets: dict[Path, int], markers: tuple[str, ...]) -> list[str]:
+    """Lines with one of `markers` that the Ray workers (the broker's actors) logged after `offsets`."""
     found = []
     for path in _ray_log_files():
         with path.open("rb") as f:
             f.seek(offsets.get(path, 0))
             for line in f.read().decode("utf-8", "replace").splitlines():
-                if any(m in line for m in UNEXPECTED_MARKERS):
+                if any(m in line for m in markers):
                     found.append(f"{path.name}: {line}")
     return found
 
@@ -90,6 +96,17 @@ def _produce_acknowledged(bootstrap: str, topic: str, count: int) -> dict[int, b
     return acked
 
 
+def _log_end_offset(bootstrap: str, topic: str) -> int:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "fuzz-offsets"})
+    try:
+        return sum(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+                   for p in range(TARGET_PARTITIONS))
+    finally:
+        consumer.close()
+
+
 def _read_all(bootstrap: str, topic: str, until: int) -> dict[int, bytes]:
     from confluent_kafka import Consumer, TopicPartition
 
@@ -108,10 +125,25 @@ def _read_all(bootstrap: str, topic: str, until: int) -> dict[int, bytes]:
     return out
 
 
+def _retargeted(seeds: list[Seed], topic: str) -> list[Seed]:
+    """Each golden request of a data API again, naming `topic` instead of the recording's."""
+    out = []
+    for s in seeds:
+        if not s.request or s.api_key not in RETARGETED:
+            continue
+        header, body = codec.decode_request(s.frame)
+        for entry in body.get(RETARGETED[s.api_key]) or []:
+            entry["topic" if "topic" in entry and s.api_key == 1 else "name"] = topic
+        frame = codec.encode_request(s.api_key, s.api_version, header.correlation_id, header.client_id, body)[4:]
+        out.append(Seed(s.api_key, s.api_version, frame, True))
+    return out
+
+
 async def _fuzz(host: str, port: int, mutator: FrameMutator, frames: int, budget_s: float) -> dict:
     """Send `frames` mutated frames over connections of a few dozen frames, CONNECTIONS at a
     time; returns counts. Reads whatever comes back and hangs up after READ_AFTER_SEND_S."""
-    stats = {"frames": 0, "connections": 0, "refused_connects": 0, "closed_by_broker": 0, "response_bytes": 0}
+    stats = {"frames": 0, "connections": 0, "refused_connects": 0, "closed_by_broker": 0, "reset_by_broker": 0,
+             "response_bytes": 0}
     deadline = time.monotonic() + budget_s
     seeds = [s for s in mutator.seeds if s.request and s.api_key not in EXCLUDED_KEYS]
     rng = mutator.rng
@@ -144,7 +176,9 @@ async def _fuzz(host: str, port: int, mutator: FrameMutator, frames: int, budget
                     stats["closed_by_broker"] += 1
                     break
                 stats["response_bytes"] += len(data)
-        except (asyncio.TimeoutError, ConnectionError, OSError):
+        except ConnectionError:
+            stats["reset_by_broker"] += 1  # closed with our frames unread: a reset
+        except (asyncio.TimeoutError, OSError):
             pass
         finally:
             writer.close()
@@ -169,8 +203,11 @@ def test_broker_survives_100k_malformed_frames_and_keeps_acknowledged_records(fu
     assert len(acked) == ACKED_RECORDS
     log_offsets = {p: p.stat().st_size for p in _ray_log_files()}
 
+    target = f"fuzz-target-{uuid.uuid4().hex[:8]}"  # what the mutated data requests aim at; never checked
+    create_topic(bootstrap, target, partitions=TARGET_PARTITIONS)
     rng = random.Random(20261125)
-    seeds = golden_seeds() + table_seeds(rng)
+    golden = golden_seeds()
+    seeds = golden + _retargeted(golden, target) + table_seeds(rng)
     keys = tuple(k for k in range(-2, 80) if k not in EXCLUDED_KEYS)
     host, _, port = bootstrap.rpartition(":")
     started = time.monotonic()
@@ -178,16 +215,19 @@ def test_broker_survives_100k_malformed_frames_and_keeps_acknowledged_records(fu
     elapsed = time.monotonic() - started
     print(f"fuzz: {stats} in {elapsed:.1f} s")
     assert stats["frames"] >= FRAMES, f"only {stats['frames']} frames sent in {FUZZ_BUDGET_S} s: {stats}"
-    assert stats["closed_by_broker"] > 0 and stats["response_bytes"] > 0  # the broker did read them
+    assert stats["closed_by_broker"] + stats["reset_by_broker"] > 0 and stats["response_bytes"] > 0
 
     with KafkaConnection.to(bootstrap, timeout_s=30) as conn:  # still answering at once
         assert conn.request(18, 3, {"client_software_name": "fuzz", "client_software_version": "1"})[
             "error_code"] == 0
+    assert _log_end_offset(bootstrap, target) > 0, "no fuzzed produce request reached the target topic"
     more = _produce_acknowledged(bootstrap, topic, 10)
     assert len(more) == 10 and min(more) >= ACKED_RECORDS
     got = _read_all(bootstrap, topic, until=max(more) + 1)
     missing = {o: v for o, v in acked.items() if got.get(o) != v}
     assert not missing, f"{len(missing)} acknowledged records lost, e.g. {sorted(missing)[:5]}"
     assert all(got.get(o) == v for o, v in more.items())
-    unexpected = _unexpected_lines(log_offsets)
+    # The broker's log of this very storm is where we look (the check cannot pass by reading nothing).
+    assert _log_lines_since(log_offsets, (REFUSED_MARKER,)), "the front end's log was not found"
+    unexpected = _log_lines_since(log_offsets, UNEXPECTED_MARKERS)
     assert not unexpected, f"{len(unexpected)} unexpected errors in the broker's logs, e.g. {unexpected[:5]}"
