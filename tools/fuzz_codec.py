@@ -22,13 +22,15 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "unit" / "protocol")]
 
 from rafka.common.errors import UnsupportedVersionError  # noqa: E402
 from rafka.net.protocol import codec  # noqa: E402
 from rafka.net.protocol.apis import APIS  # noqa: E402
 from rafka.net.protocol.codec import ProtocolError  # noqa: E402
 from tests.frame_mutations import FrameMutator, Seed, golden_seeds, table_seeds  # noqa: E402
+
+from _protocol_examples import materialize as _plain  # noqa: E402  (memoryviews as bytes, for comparing)
 
 _VERSIONS = [(api.key, v) for api in APIS.values() for v in api.version_list]
 
@@ -57,17 +59,6 @@ def check_response(api_key: int, api_version: int, frame: bytes) -> str:
     correlation_id2, body2 = codec.decode_response(api_key, api_version, again[4:])
     assert (correlation_id2, _plain(body2)) == (correlation_id, _plain(body)), "response changed by encode + decode"
     return "ok"
-
-
-def _plain(value: object) -> object:
-    """memoryviews (records) as bytes, so bodies compare by content."""
-    if isinstance(value, memoryview):
-        return bytes(value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
 
 
 def run(frames: int, seed: int, progress_s: float, max_examples: int = 5) -> dict:
