@@ -133,7 +133,7 @@ def _retargeted(seeds: list[Seed], topic: str) -> list[Seed]:
             continue
         header, body = codec.decode_request(s.frame)
         for entry in body.get(RETARGETED[s.api_key]) or []:
-            entry["topic" if "topic" in entry and s.api_key == 1 else "name"] = topic
+            entry["topic" if s.api_key == 1 else "name"] = topic  # Fetch v4-12 calls it "topic"
         frame = codec.encode_request(s.api_key, s.api_version, header.correlation_id, header.client_id, body)[4:]
         out.append(Seed(s.api_key, s.api_version, frame, True))
     return out
