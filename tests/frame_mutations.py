@@ -18,6 +18,7 @@ from pathlib import Path
 from rafka.net.protocol import codec
 from rafka.net.protocol.apis import APIS
 from rafka.net.protocol.frame_log import Exchange, read_exchanges
+from rafka.net.protocol.schema import ARRAY, BOOL, BYTES, INT8, INT16, INT32, INT64, RECORDS, STRING, STRUCT, UINT16
 
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN_DIR = ROOT / "tests" / "data" / "golden"
@@ -158,16 +159,74 @@ class FrameMutator:
         head = bytes(b[:self.rng.choice((0, 4, 8, 10))])  # sometimes keep a plausible header
         return head + self.rng.randbytes(self.rng.randrange(200))
 
+    @staticmethod
+    def framed_exactly(frame: bytes) -> bytes:
+        return _SIZE.pack(len(frame)) + frame
+
     def framed(self, frame: bytes) -> bytes:
         """`frame` with a size prefix: mostly right; sometimes too small, too large, negative,
         zero or absurd (then the connection's next frames are misread, as they would be)."""
         r = self.rng.random()
         if r < 0.85:
-            size = len(frame)
-        elif r < 0.90:
+            return self.framed_exactly(frame)
+        if r < 0.90:
             size = max(0, len(frame) - self.rng.randrange(1, 16))
         elif r < 0.94:
             size = len(frame) + self.rng.randrange(1, 16)
         else:
             size = self.rng.choice((0, -1, -(1 << 31), (1 << 31) - 1, 104857601, 104857600, 1 << 27))
         return _SIZE.pack(size) + frame
+
+
+_INT_BOUNDS = {INT8: 8, INT16: 16, INT32: 32, INT64: 64}
+
+
+class ValueMutator:
+    """Frames that still decode, with hostile values: a request's fields replaced, by its table,
+    with extremes of their type (negative and huge counts, ids, timeouts; empty, long and odd
+    strings; null where allowed; emptied or repeated arrays). Such frames reach the handlers,
+    which a byte-level mutation rarely does, and keep the connection open."""
+
+    def __init__(self, rng: random.Random, rate: float = 0.15) -> None:
+        self.rng = rng
+        self.rate = rate
+
+    def mutate(self, seed: Seed) -> bytes:
+        header, body = codec.decode_request(seed.frame)
+        api = APIS[header.api_key]
+        self._struct(api.request, body, header.api_version)
+        return codec.encode_request(header.api_key, header.api_version, header.correlation_id, header.client_id,
+                                    body)[4:]
+
+    def _struct(self, fields: tuple, values: dict, version: int) -> None:
+        for f in fields:
+            if not f.present(version) or f.name not in values:
+                continue
+            v = values[f.name]
+            if f.type == ARRAY and isinstance(v, list) and f.fields:
+                for item in v:
+                    self._struct(f.fields, item, version)
+            elif f.type == STRUCT and isinstance(v, dict):
+                self._struct(f.fields, v, version)
+            if self.rng.random() < self.rate:
+                values[f.name] = self._value(f, v, version)
+
+    def _value(self, f, v, version: int):  # noqa: ANN001, ANN202 - any field of a table
+        rng = self.rng
+        if f.is_nullable(version) and rng.random() < 0.2:
+            return None
+        if f.type in _INT_BOUNDS:
+            bits = _INT_BOUNDS[f.type]
+            return rng.choice((-1, 0, 1, -(1 << (bits - 1)), (1 << (bits - 1)) - 1,
+                               rng.randrange(-(1 << (bits - 1)), 1 << (bits - 1))))
+        if f.type == UINT16:
+            return rng.choice((0, 65535, rng.randrange(65536)))
+        if f.type == BOOL:
+            return not v
+        if f.type == STRING:
+            return rng.choice(("", "x" * 300, "a/b", "..", "\x00", "é" * 10, v + "\x01" if v else "-"))
+        if f.type in (BYTES, RECORDS):
+            return rng.choice((b"", rng.randbytes(rng.randrange(1, 80)), (bytes(v) if v else b"")[:-1]))
+        if f.type == ARRAY and isinstance(v, list):
+            return rng.choice(([], v * rng.randrange(2, 4), v[:1]))
+        return v

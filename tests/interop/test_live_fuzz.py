@@ -3,8 +3,9 @@
 A real client first produces records and notes those acknowledged; then more than 100,000
 frames mutated from the golden requests of real clients and from our tables' example
 requests (`tests/frame_mutations.py`: bit flips, truncations, wrong and absurd size prefixes,
-random api keys and versions, spliced frames, random bytes) go to the broker over many
-concurrent connections. Afterwards the broker must still answer, a real client must
+random api keys and versions, spliced frames, random bytes; and requests that still decode
+but carry hostile values, which reach the handlers) go to the broker over many concurrent
+connections; the golden data requests are also aimed at a real topic of their own. Afterwards the broker must still answer, a real client must
 round-trip, every acknowledged record must read back, and the broker's logs must hold no
 traceback of an unexpected error: a malformed frame gets a Kafka error or closes its own
 connection, nothing more.
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from rafka.net.protocol import codec
-from tests.frame_mutations import FrameMutator, Seed, golden_seeds, table_seeds
+from tests.frame_mutations import FrameMutator, Seed, ValueMutator, golden_seeds, table_seeds
 from tests.interop.clients import create_topic
 from tests.waiting import wait_until
 
@@ -150,14 +151,22 @@ async def _fuzz(host: str, port: int, mutator: FrameMutator, frames: int, budget
     seeds = [s for s in mutator.seeds if s.request and s.api_key not in EXCLUDED_KEYS]
     rng = mutator.rng
 
+    values = ValueMutator(rng)
+
     def batch() -> bytes:
+        """Frames for one connection: a tenth as recorded, a third with hostile values that
+        still decode (they reach the handlers and keep the connection open), the rest mutated
+        bytes behind a size prefix that is sometimes wrong too."""
         out = bytearray()
         for _ in range(min(rng.randint(*FRAMES_PER_CONNECTION), frames - stats["frames"])):
-            seed = rng.choice(seeds)
-            frame = seed.frame if rng.random() < 0.1 else mutator.mutate(seed)[1]
-            if len(frame) >= 2 and int.from_bytes(frame[:2], "big", signed=True) in EXCLUDED_KEYS:
-                continue
-            out += mutator.framed(frame)
+            seed, r = rng.choice(seeds), rng.random()
+            if r < 0.4:
+                out += mutator.framed_exactly(seed.frame if r < 0.1 else values.mutate(seed))
+            else:
+                frame = mutator.mutate(seed)[1]
+                if len(frame) >= 2 and int.from_bytes(frame[:2], "big", signed=True) in EXCLUDED_KEYS:
+                    continue
+                out += mutator.framed(frame)
             stats["frames"] += 1
         return bytes(out)
 
