@@ -2,28 +2,18 @@
 is counted, shown and turns the exit code to 1."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[3]
-
-
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("fuzz_codec", ROOT / "tools" / "fuzz_codec.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.tools import load_tool
 
 
 def test_a_short_run_decodes_some_frames_refuses_others_and_finds_nothing_unexpected():
-    result = _load_tool().run(3000, seed=7, progress_s=0)
+    result = load_tool("fuzz_codec").run(3000, seed=7, progress_s=0)
     assert result["unexpected_exceptions"] == 0, result["examples"]
     assert result["outcomes"]["request ok"] > 0 and result["outcomes"]["response protocol"] > 0
     assert sum(result["mutations"].values()) == 3000
 
 
 def test_an_unexpected_exception_is_reported_and_fails_the_run(monkeypatch, capsys):
-    tool = _load_tool()
+    tool = load_tool("fuzz_codec")
 
     def broken(frame):
         raise IndexError("a decoder bug")

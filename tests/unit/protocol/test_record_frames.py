@@ -2,26 +2,17 @@
 request with its response, as sent, and points the broker addresses in Metadata at itself."""
 from __future__ import annotations
 
-import importlib.util
 import socketserver
 import struct
 import threading
-from pathlib import Path
 
 import pytest
 
 from rafka.net.client import KafkaConnection
 from rafka.net.protocol import codec
+from tests.tools import load_tool
 
-ROOT = Path(__file__).resolve().parents[3]
 METADATA, API_VERSIONS = 3, 18
-
-
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("record_frames", ROOT / "tools" / "record_frames.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 class _FakeBroker(socketserver.BaseRequestHandler):
@@ -51,7 +42,7 @@ def fake_broker():
 
 
 def test_proxy_records_exchanges_and_rewrites_broker_addresses(fake_broker):
-    tool = _load_tool()
+    tool = load_tool("record_frames")
     with tool.ProxyThread(fake_broker) as proxy:
         with KafkaConnection(*proxy.address) as conn:
             seen = conn.request(METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})
