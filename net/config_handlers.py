@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.topic_configs import ConfigEntry, apply_incremental
+from rafka.common.types import topic_name_problem
 from rafka.net.group_handlers import RequestContext
 from rafka.net.protocol import apis
 
@@ -62,6 +63,8 @@ class ConfigApis:
             if kind not in (TOPIC, BROKER):
                 result.update(error_code=ErrorCode.INVALID_REQUEST,
                               error_message=f"Unsupported resource type {kind}")
+            elif kind == TOPIC and (problem := topic_name_problem(name)) is not None:
+                result.update(error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, error_message=problem)
             else:
                 try:
                     entries = await self._services.describe_configs(kind, name, keys)
@@ -92,6 +95,9 @@ class ConfigApis:
             if r["resource_type"] != TOPIC:
                 continue
             name = r["resource_name"]
+            if (problem := topic_name_problem(name)) is not None:
+                refused[name] = (ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
+                continue
             try:
                 current = await self._services.topic_overrides(name)
             except KafkaError as e:  # the broker's coordinator failed or timed out
@@ -109,6 +115,11 @@ class ConfigApis:
 
     async def _alter(self, body: dict, changes: dict[str, dict[str, str]],
                      refused: dict[str, tuple[ErrorCode, str]]) -> dict:
+        # Kafka validates each topic's name first (Topic.validate): an illegal one never reaches
+        # ZooKeeper, where it is no valid path and would fail the other topics' changes too.
+        for name in [n for n in changes if topic_name_problem(n) is not None]:
+            refused[name] = (ErrorCode.INVALID_TOPIC_EXCEPTION, topic_name_problem(name))
+            del changes[name]
         done = await self._services.alter_topic_configs(changes, body["validate_only"]) if changes else {}
         responses = []
         for r in body["resources"]:

@@ -1,25 +1,18 @@
 """The committed tables equal what tools/gen_protocol.py derives from Kafka's JSON files."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from rafka.net.protocol.apis import API_BY_NAME, APIS
 from rafka.net.protocol.schema import Field
+from tests.tools import load_tool
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _load_generator():
-    spec = importlib.util.spec_from_file_location("gen_protocol", ROOT / "tools" / "gen_protocol.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-GEN = _load_generator()
+GEN = load_tool("gen_protocol")
 FRESH = GEN.build_apis()
 
 
