@@ -112,7 +112,9 @@ class RequestMemory:
             self._charge(share, self.overhead_bytes)
         remaining = length - got
         exempt = share.complete == 0 and length <= self.small_bytes
-        if not (exempt or self.total < self.limit_bytes or self.token is share):
+        if not (exempt or self.total < self.limit_bytes or self.token is share or remaining == 1):
+            # (The last byte of a frame is never refused: it is the one byte a paused read may
+            # still bring, and a frame read whole must not be left waiting.)
             if self.token is None and self.complete == 0 and not self._waiters:
                 self.token = share   # nothing unanswered could free memory: this frame goes on regardless
             else:
@@ -121,9 +123,10 @@ class RequestMemory:
                 self._charge(share, 1)
                 self._pass_token()
                 return 1
-        if exempt or self.token is share or (
-                length <= self.eager_bytes and got == 0 and self.total + remaining <= self.limit_bytes // 2):
+        if exempt or (length <= self.eager_bytes and got == 0 and self.total + remaining <= self.limit_bytes // 2):
             n = remaining
+        elif self.token is share:   # beyond the budget: still only as the bytes arrive
+            n = min(remaining, max(self.piece_bytes, got))
         else:
             n = min(remaining, max(self.piece_bytes, min(got, self.limit_bytes - self.total)))
         self._charge(share, n)

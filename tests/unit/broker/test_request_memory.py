@@ -149,6 +149,17 @@ def test_partial_frames_that_fill_the_budget_cannot_deadlock():
     assert waiting.costs
 
 
+def test_the_last_byte_of_a_frame_is_never_refused():
+    """A read that completes its frame with the one byte a paused read may bring would leave a
+    connection waiting with nothing to wait for (and able to take the overdraft token)."""
+    memory = RequestMemory(1 * MIB, 4 * MIB, 500, eager_bytes=0)
+    hog, peer = Peer(memory), Peer(memory)
+    hog.read_frame(1 * MIB + 32 * KIB)
+    peer.read_frame(10)
+    peer.start(1)
+    assert peer.read() == 1 and peer.costs and not peer.paused and memory.waiting == 0
+
+
 def test_a_closed_connection_frees_everything_it_held_and_wakes_the_waiters():
     memory = RequestMemory(1 * MIB, 1 * MIB, 500, eager_bytes=0)
     hog, waiter = Peer(memory), Peer(memory)
@@ -178,7 +189,7 @@ def test_random_traffic_stays_within_the_stated_bound_and_always_completes(seed)
     memory = RequestMemory(limit, max_request, 8, small_bytes=16 * KIB, eager_bytes=512 * KIB,
                            piece_bytes=32 * KIB)
     peers = [Peer(memory, str(i)) for i in range(12)]
-    todo = {p: [rng.choice([50, 300, 8 * KIB, 40 * KIB, 400 * KIB, 1 * MIB, max_request])
+    todo = {p: [rng.choice([1, 2, 50, 300, 8 * KIB, 40 * KIB, 400 * KIB, 1 * MIB, max_request])
                 for _ in range(rng.randint(3, 12))] for p in peers}
     bound = (limit + memory.piece_bytes + max_request
              + len(peers) * (memory.small_bytes + memory.overhead_bytes + 1))
@@ -201,4 +212,5 @@ def test_random_traffic_stays_within_the_stated_bound_and_always_completes(seed)
             pytest.fail(f"deadlock: every connection paused, nothing to answer ({memory.total} bytes held)")
         assert memory.total == sum(p.share.outstanding for p in peers)
         assert memory.total <= bound
+        assert memory.token is None or memory.token.reading   # the overdraft goes to a frame being read
     assert memory.total == 0 and memory.complete == 0 and memory.waiting == 0
