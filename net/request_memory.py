@@ -11,8 +11,8 @@ out in order), so it keeps the accounts itself, per connection and for the whole
   buffer with what arrives).
 - Body bytes are let in by grants. A frame of at most `eager_bytes` is granted whole (one
   allocation, the fast path) while the front end holds less than half its budget; a larger
-  one, or any frame when memory is short, in pieces that start at `piece_bytes` and double
-  with what has arrived. A piece is granted while the front end holds less than `limit_bytes`.
+  one, or any frame when memory is short, in pieces of `piece_bytes` or a quarter of what has
+  arrived, so a partly sent request holds about 1.25x what it sent (as its buffer does). A piece is granted while the front end holds less than `limit_bytes`.
 - When no piece can be granted the connection's reading pauses (it may take one more byte,
   which is charged) and it waits in line; answers free bytes and wake the waiters in order.
 - A connection's first request (nothing else of it unanswered) of at most `small_bytes` is
@@ -126,9 +126,9 @@ class RequestMemory:
         if exempt or (length <= self.eager_bytes and got == 0 and self.total + remaining <= self.limit_bytes // 2):
             n = remaining
         elif self.token is share:   # beyond the budget: still only as the bytes arrive
-            n = min(remaining, max(self.piece_bytes, got))
+            n = min(remaining, max(self.piece_bytes, got // 4))
         else:
-            n = min(remaining, max(self.piece_bytes, min(got, self.limit_bytes - self.total)))
+            n = min(remaining, max(self.piece_bytes, min(got // 4, self.limit_bytes - self.total)))
         self._charge(share, n)
         return n
 

@@ -182,6 +182,24 @@ def test_announced_100mib_requests_leave_the_front_ends_memory_bounded_and_clien
                message="the hostile requests' memory freed")
 
 
+def test_the_socket_server_configs_are_described_with_kafkas_types(rafka_cluster):
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource
+
+    admin = AdminClient({"bootstrap.servers": rafka_cluster.bootstrap_servers})
+    broker = str(next(iter(rafka_cluster.brokers)))
+    resource = ConfigResource("broker", broker)
+    configs = admin.describe_configs([resource])[resource].result(60)
+    assert {n: configs[n].value for n in (
+        "socket.request.max.bytes", "queued.max.requests", "queued.max.request.bytes", "max.connections",
+        "max.connections.per.ip", "max.connections.per.ip.overrides", "connections.max.idle.ms")} == {
+        "socket.request.max.bytes": "104857600", "queued.max.requests": "500",
+        "queued.max.request.bytes": "104857600", "max.connections": "2147483647",
+        "max.connections.per.ip": "2147483647", "max.connections.per.ip.overrides": "127.0.0.2:3",
+        "connections.max.idle.ms": "600000"}
+    assert configs["max.connections.per.ip.overrides"].source == ConfigSource.STATIC_BROKER_CONFIG.value
+    assert configs["max.connections"].source == ConfigSource.DEFAULT_CONFIG.value
+
+
 def test_a_connection_over_max_connections_per_ip_is_closed_at_once(rafka_cluster):
     host, port = address(rafka_cluster.bootstrap_servers)
     held = []
