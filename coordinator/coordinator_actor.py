@@ -61,6 +61,7 @@ from rafka.coordinator.zk.zk_data import BrokerRegistration, ProducerIdBlock
 from rafka.coordinator.zk.zk_store import ZkStore
 from rafka.net.frontend_actor import Frontend
 from rafka.partition_worker.log_dir_moves import recover_moves
+from rafka.net.socket_settings import SocketServerSettings
 from rafka.partition_worker.log_dirs import check_meta_properties
 from rafka.partition_worker.messages import AlterIsr
 
@@ -146,6 +147,7 @@ class BrokerCoordinator:
                 auto_create_topics=self._config.auto_create_topics_enable,
                 producer_id_memory_ms=self._config.transactional_id_expiration_ms,
                 group_settings=GroupSettings.from_config(self._config),
+                socket_settings=SocketServerSettings.from_config(self._config),
                 offsets_topic_configs={"cleanup.policy": "compact", "compression.type": "producer",
                                        "segment.bytes": str(self._config.offsets_topic_segment_bytes)})
         port = await self._frontend.start.remote()

@@ -23,7 +23,8 @@ from rafka.net.replica_fetcher import ReplicaFetcherManager
 from rafka.partition_worker.segment_reader import next_offset_after, read_region
 from rafka.net.handlers import RequestDispatcher
 from rafka.common.metadata import ClusterMetadata
-from rafka.net.server import DEFAULT_MAX_REQUEST_BYTES, KafkaServer
+from rafka.net.server import KafkaServer
+from rafka.net.socket_settings import SocketServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +46,7 @@ class CoordinatorCallError(KafkaError):
 class Frontend:
     def __init__(self, broker_id: int, host: str, port: int, coordinator: Any, *,
                  auto_create_topics: bool = True,
-                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+                 socket_settings: SocketServerSettings | None = None,
                  producer_id_memory_ms: int = 604_800_000,
                  group_settings: GroupSettings | None = None,
                  offsets_topic_configs: dict[str, str] | None = None,
@@ -66,7 +67,7 @@ class Frontend:
         self._offsets_topic_configs = dict(offsets_topic_configs or {})
         self._dispatcher = RequestDispatcher(self)
         self._server = KafkaServer(self._dispatcher, host=host, port=port, broker_id=broker_id,
-                                   max_request_bytes=max_request_bytes)
+                                   settings=socket_settings)
 
     async def start(self) -> int:
         """Bind the listener; returns the bound port (useful when asked for port 0)."""
@@ -82,6 +83,13 @@ class Frontend:
 
     def pid(self) -> int:
         return os.getpid()
+
+    def connections(self) -> dict:
+        """The listener's open connections and request memory (for status and tests)."""
+        memory = self._server.memory
+        return {"connections": self._server.connection_count, "request_bytes": memory.total,
+                "request_bytes_peak": memory.peak, "waiting_for_memory": memory.waiting,
+                "queued_max_request_bytes": memory.limit_bytes}
 
     # -- pushed by the broker's coordinator -----------------------------------------
     def update_leaders(self, leaders: dict[TopicPartition, tuple[Any, str]]) -> None:

@@ -4,10 +4,16 @@ A client may pipeline many requests on one connection. Each request is worked on
 own task as soon as it is read, but responses are written strictly in the order the
 requests arrived (Kafka's rule); a Produce with acks=0 gets no response and holds
 nothing up. A malformed or oversized frame closes that connection and nothing else.
-While more than `MAX_QUEUED_REQUESTS` requests of one connection wait, reading from it
-pauses (backpressure instead of unbounded memory).
 
-Frames are read by `FramedProtocol` straight into a buffer of their own size. Response
+Memory and connections are bounded as Kafka bounds them, with Kafka's config names
+(`SocketServerSettings`): `RequestMemory` keeps the bytes of requests read but not answered
+within `queued.max.request.bytes` for the front end and per connection (reading from a
+connection pauses instead: backpressure), `ConnectionQuotas` applies `max.connections`
+(accepting waits) and `max.connections.per.ip` (the extra connection is closed at once), and
+a connection that moves no byte either way for `connections.max.idle.ms` is closed.
+
+Frames are read by `FramedProtocol` straight into a buffer of their own size (or one that
+grows with what arrives, for large frames or when memory is short). Response
 parts are `bytes` or objects with `regions` (file regions of record batches), which are
 sent with `os.sendfile` by the event loop. Every region's file is found (by path and inode,
 see `partition_worker/segment_reader.py`) before the response's size is written: a segment
@@ -27,14 +33,17 @@ from typing import Any, Protocol
 from rafka.common.errors import KafkaError
 from rafka.common.frames import FrameError, FramedProtocol
 from rafka.common.logging_util import Prefixed
+from rafka.net.connection_quotas import ConnectionQuotas
+from rafka.net.request_memory import RequestMemory, Wait
+from rafka.net.socket_settings import SocketServerSettings, resolve_overrides
 from rafka.partition_worker.segment_reader import region_file_cache, region_key
 
 log = logging.getLogger(__name__)
 
 # Kafka's socket.request.max.bytes default (100 MiB).
 DEFAULT_MAX_REQUEST_BYTES = 104857600
-MAX_QUEUED_REQUESTS = 256
 _SIZE = struct.Struct(">i")
+LISTEN_BACKLOG = 512
 
 
 class CloseConnection(Exception):
@@ -50,16 +59,21 @@ class RequestHandler(Protocol):
 
 
 class _Connection:
-    """One client connection: its frames in, its answers out in arrival order."""
+    """One client connection: its frames in (as its `RequestMemory` share allows), its answers
+    out in arrival order. It is the `ReadGate` of its `FramedProtocol`."""
 
-    def __init__(self, server: "KafkaServer") -> None:
+    def __init__(self, server: "KafkaServer", peer: str) -> None:
         self._server = server
-        self._queue: deque[asyncio.Future] = deque()
+        self._memory = server.memory
+        self._queue: deque[tuple[asyncio.Future, int]] = deque()   # (work, its cost in the memory account)
         self._ready = asyncio.Event()
-        self._paused = False
-        self.peer = "?"
-        self.protocol = FramedProtocol(4, self._body_length, self._on_frame)
+        self.peer = peer
+        self.share = self._memory.open(self._resume, label=peer)
+        self.protocol = FramedProtocol(4, self._body_length, self._on_frame, gate=self)
         self.protocol.on_refused = self._on_refused  # type: ignore[method-assign]
+        self.bytes_written = 0
+        self._moved = 0           # bytes read + written when the idle check last saw a change
+        self._active_at = asyncio.get_running_loop().time()
         self._sender = asyncio.ensure_future(self._send_in_order())
 
     def _body_length(self, head: bytes) -> int:
@@ -69,24 +83,42 @@ class _Connection:
         return size
 
     def _on_refused(self, error: FrameError) -> None:
-        self._server.log.warning("closing %s: %s", self._peer(), error)
+        self._server.log.warning("closing %s: %s", self.peer, error)
 
     def _peer(self) -> str:
-        if self.peer == "?" and self.protocol.transport is not None:
-            name = self.protocol.transport.get_extra_info("peername")
-            self.peer = "%s:%s" % tuple(name[:2]) if name else "?"
-            sock = self.protocol.transport.get_extra_info("socket")
-            if sock is not None:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return self.peer
 
+    # -- ReadGate, and pausing ---------------------------------------------------------
+    def grant(self, length: int, got: int) -> int:
+        n = self._memory.grant(self.share, length, got)
+        if self.share.waiting is not Wait.NONE:
+            self._pause()
+        return n
+
+    def _pause(self) -> None:
+        transport = self.protocol.transport
+        if transport is not None:
+            transport.pause_reading()
+
+    def _resume(self) -> None:
+        transport = self.protocol.transport
+        if transport is not None and not transport.is_closing():
+            transport.resume_reading()
+
+    def idle_for(self, now: float) -> float:
+        """Seconds since a byte last moved either way (as of the previous call's `now`)."""
+        moved = self.protocol.bytes_read + self.bytes_written
+        if moved != self._moved:
+            self._moved, self._active_at = moved, now
+        return now - self._active_at
+
     def _on_frame(self, head: bytes, body: bytearray) -> None:
-        work = asyncio.ensure_future(self._server.handler.handle(memoryview(body), self._peer()))
-        self._queue.append(work)
+        cost = self._memory.frame_read(self.share)
+        work = asyncio.ensure_future(self._server.handler.handle(memoryview(body), self.peer))
+        self._queue.append((work, cost))
         self._ready.set()
-        if len(self._queue) > MAX_QUEUED_REQUESTS and not self._paused:
-            self._paused = True
-            self.protocol.transport.pause_reading()
+        if not self._memory.may_start_frame(self.share):
+            self._pause()
 
     async def _send_in_order(self) -> None:
         loop = asyncio.get_running_loop()
@@ -100,7 +132,7 @@ class _Connection:
                     ready = asyncio.ensure_future(self._ready.wait())
                     await asyncio.wait([ready, protocol.closed], return_when=asyncio.FIRST_COMPLETED)
                     ready.cancel()
-                work = self._queue[0]
+                work, cost = self._queue[0]
                 try:
                     parts = await work
                 except (CloseConnection, KafkaError) as e:
@@ -111,21 +143,21 @@ class _Connection:
                     return
                 finally:
                     self._queue.popleft()
-                if self._paused and len(self._queue) < MAX_QUEUED_REQUESTS // 2:
-                    self._paused = False
-                    protocol.transport.resume_reading()
-                if parts is not None:
-                    try:
+                try:
+                    if parts is not None:
                         await self._write(loop, parts)
-                    except CloseConnection as e:
-                        self._server.log.warning("closing %s: %s", self._peer(), e)
-                        return
+                except CloseConnection as e:
+                    self._server.log.warning("closing %s: %s", self._peer(), e)
+                    return
+                finally:
+                    self._memory.release(self.share, cost)   # answered (or given up): its bytes are free
         except (ConnectionError, OSError) as e:
             self._server.log.debug("connection %s lost: %s", self._peer(), e)
         finally:
-            for work in self._queue:
+            for work, _ in self._queue:
                 work.cancel()  # requests behind a failure are abandoned with the connection
             self._queue.clear()
+            self._memory.close(self.share)
             if protocol.transport is not None:
                 protocol.transport.close()
 
@@ -140,7 +172,9 @@ class _Connection:
         if files is None:
             raise CloseConnection("a segment file of the fetch response was deleted before it could be sent")
         try:
-            transport.write(_SIZE.pack(sum(len(p) for p in parts)))
+            size = sum(len(p) for p in parts)
+            self.bytes_written += size + 4
+            transport.write(_SIZE.pack(size))
             opened = iter(files)
             for part in parts:
                 part_regions = getattr(part, "regions", None)
@@ -175,38 +209,125 @@ async def _sendfile(loop: asyncio.AbstractEventLoop, transport: asyncio.Transpor
 
 
 class KafkaServer:
-    """Serves one listener. `handler.handle` does the work; this class only moves bytes."""
+    """Serves one listener. `handler.handle` does the work; this class moves bytes and keeps
+    connections and request memory within `settings`."""
 
     def __init__(self, handler: RequestHandler, *, host: str, port: int, broker_id: int,
-                 max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES) -> None:
+                 settings: SocketServerSettings | None = None) -> None:
         self.handler = handler
         self._host, self._port = host, port
-        self.max_request_bytes = max_request_bytes
-        self._server: asyncio.base_events.Server | None = None
+        self.settings = settings or SocketServerSettings()
+        self.max_request_bytes = self.settings.max_request_bytes
+        # Per connection: one largest request's worth, as Kafka reads one request at a time.
+        self.memory = RequestMemory(self.settings.queued_max_request_bytes, self.settings.max_request_bytes,
+                                    self.settings.queued_max_requests)
+        self.quotas = ConnectionQuotas(self.settings.max_connections, self.settings.max_connections_per_ip)  # see start
+        self._listeners: list[socket.socket] = []
+        self._tasks: list[asyncio.Task] = []
+        self._slot_freed = asyncio.Event()
         self.files = region_file_cache()
         self.log = Prefixed(log, f"[Frontend broker={broker_id}]")
         self._connections: set[_Connection] = set()
 
     @property
     def port(self) -> int:
-        assert self._server is not None
-        return self._server.sockets[0].getsockname()[1]
+        assert self._listeners
+        return self._listeners[0].getsockname()[1]
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
 
     async def start(self) -> int:
+        """Bind the listener (every address `host` resolves to, as asyncio's create_server)
+        and start accepting; returns the bound port."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._new_connection, self._host, self._port,
-                                                reuse_address=True, backlog=512)
+        if self.settings.max_connections_per_ip_overrides:
+            overrides = await asyncio.to_thread(resolve_overrides, self.settings.max_connections_per_ip_overrides)
+            self.quotas = ConnectionQuotas(self.settings.max_connections, self.settings.max_connections_per_ip,
+                                           overrides)
+        infos = await loop.getaddrinfo(self._host or None, self._port, type=socket.SOCK_STREAM,
+                                       flags=socket.AI_PASSIVE)
+        port = self._port
+        addresses = list(dict.fromkeys((family, address[:2]) for family, *_, address in infos))
+        for family, address in addresses:
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                if family == socket.AF_INET6:
+                    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+                sock.bind((address[0], port))
+                sock.listen(LISTEN_BACKLOG)
+                sock.setblocking(False)
+            except OSError:
+                sock.close()
+                raise
+            port = sock.getsockname()[1]   # port 0: every address on the port the first one got
+            self._listeners.append(sock)
+        self._tasks = [asyncio.ensure_future(self._accept(sock)) for sock in self._listeners]
+        if self.settings.connections_max_idle_ms >= 0:
+            self._tasks.append(asyncio.ensure_future(self._close_idle(self.settings.connections_max_idle_ms / 1000)))
         return self.port
 
-    def _new_connection(self) -> FramedProtocol:
-        connection = _Connection(self)
-        self._connections.add(connection)
-        connection.protocol.closed.add_done_callback(lambda _: self._connections.discard(connection))
-        return connection.protocol
+    async def _accept(self, listener: socket.socket) -> None:
+        """Accept connections while fewer than max.connections are open (Kafka's acceptor waits
+        for a slot; the kernel's backlog holds the next ones meanwhile) and close at once one
+        over its address's max.connections.per.ip."""
+        loop = asyncio.get_running_loop()
+        while True:
+            while self.quotas.at_max():
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+            try:
+                sock, address = await loop.sock_accept(listener)
+            except OSError as e:   # out of file descriptors, say: the others go on; try again shortly
+                self.log.warning("accepting a connection failed: %s", e)
+                await asyncio.sleep(0.1)
+                continue
+            ip = address[0]
+            if not self.quotas.admit(ip):
+                self.log.info("Rejected connection from %s, address already has the configured maximum of %d "
+                              "connections.", ip, self.quotas.limit_of(ip))
+                sock.close()
+                continue
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                peer = "%s:%s" % (ip, address[1]) if ":" not in ip else "[%s]:%s" % (ip, address[1])
+                connection = _Connection(self, peer)
+                self._connections.add(connection)
+                connection.protocol.closed.add_done_callback(lambda _, c=connection, ip=ip: self._closed(c, ip))
+                await loop.connect_accepted_socket(lambda c=connection: c.protocol, sock)
+            except (OSError, RuntimeError) as e:
+                self.log.debug("connection from %s lost before it started: %s", ip, e)
+                sock.close()
+                connection.protocol.connection_lost(e)   # its accounts are closed with it
+
+    def _closed(self, connection: _Connection, ip: str) -> None:
+        self._connections.discard(connection)
+        self.memory.close(connection.share)
+        self.quotas.closed(ip)
+        self._slot_freed.set()
+
+    async def _close_idle(self, idle_s: float) -> None:
+        """Close connections that moved no byte for connections.max.idle.ms (Kafka's Selector
+        closes them the same way, whatever they wait for)."""
+        loop = asyncio.get_running_loop()
+        interval = max(0.01, min(idle_s / 10, 30.0))
+        while True:
+            await asyncio.sleep(interval)
+            now = loop.time()
+            for connection in list(self._connections):
+                if connection.idle_for(now) > idle_s and connection.protocol.transport is not None:
+                    self.log.debug("closing %s: idle for more than %d ms", connection.peer,
+                                   self.settings.connections_max_idle_ms)
+                    connection.protocol.transport.close()
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for task in self._tasks:
+            task.cancel()
+        for sock in self._listeners:
+            sock.close()
+        self._listeners.clear()
         for connection in list(self._connections):
             if connection.protocol.transport is not None:
                 connection.protocol.transport.close()

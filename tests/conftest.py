@@ -26,6 +26,9 @@ REPLICATED_CONFIG = {
     # 3 partitions (9 replica processes) rather than 8 (24): groups still land on every broker.
     "offsets.topic.num.partitions": "3",
 }
+# Every session broker: connections from 127.0.0.2 are limited to 3 (tests/interop/test_connection_limits.py);
+# clients connect from 127.0.0.1, which keeps Kafka's default (no limit).
+SESSION_CONFIG = {"max.connections.per.ip.overrides": "127.0.0.2:3"}
 _live_clusters: list = []   # the session clusters now running (at most one)
 
 
@@ -79,7 +82,7 @@ def rafka_cluster(request, tmp_path_factory):
 
     brokers = getattr(request, "param", ONE_BROKER)
     assert not _live_clusters, "a session cluster starts while another one still runs"
-    config = BrokerConfig.from_mapping(REPLICATED_CONFIG) if brokers > 1 else None
+    config = BrokerConfig.from_mapping({**SESSION_CONFIG, **(REPLICATED_CONFIG if brokers > 1 else {})})
     cluster = Cluster(tmp_path_factory.mktemp(f"rafka-{brokers}"), brokers=brokers, first_port=0, config=config)
     cluster.start()
     _live_clusters.append(cluster)

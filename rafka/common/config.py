@@ -7,6 +7,7 @@ are logged as unused, as Kafka does. Topic-level overrides use the topic names
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -51,6 +52,34 @@ def _parse_timestamp_type(text: str) -> str:
 
 
 LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+
+
+def ip_overrides(text: str) -> dict[str, int]:
+    """`max.connections.per.ip.overrides` ("hostName:100,127.0.0.1:200") as {host or ip: limit};
+    split at the last colon of each item, as Kafka's parseCsvMap does, so IPv6 addresses work.
+    ValueError names what is wrong."""
+    out: dict[str, int] = {}
+    for item in _parse_list(text):
+        host, sep, count = item.rpartition(":")
+        if not sep or not host.strip():
+            raise ValueError(f"Error parsing configuration property 'max.connections.per.ip.overrides': {item!r} "
+                             "is not host:count")
+        try:
+            out[host.strip()] = int(count.strip())
+        except ValueError:
+            raise ValueError(f"Error parsing configuration property 'max.connections.per.ip.overrides': "
+                             f"For input string: \"{count.strip()}\"") from None
+    invalid = [h for h in out if not re.fullmatch(r"[0-9A-Za-z.:%_\-\[\]]+", h)]
+    if invalid:
+        raise ValueError(f"max.connections.per.ip.overrides contains invalid addresses : {','.join(invalid)}")
+    return out
+
+
+def _parse_ip_overrides(text: str) -> str:
+    """The overrides as given (a STRING config in Kafka), once they parse."""
+    ip_overrides(text)
+    return str(text).strip()
 
 
 @dataclass(frozen=True)
@@ -196,6 +225,28 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("group.initial.rebalance.delay.ms", int, 3000,
               "How long the first rebalance of an empty group waits for more members."),
     ConfigKey("group.max.size", int, 2_147_483_647, "Most members of one consumer group.", minimum=1),
+    # The socket server (Kafka's SocketServerConfigs); see net/request_memory.py for how rafka bounds memory.
+    ConfigKey("socket.request.max.bytes", int, 104_857_600, "The maximum number of bytes in a socket request",
+              minimum=1),
+    ConfigKey("queued.max.requests", int, 500,
+              "Requests of one connection read but not answered yet before reading from it pauses "
+              "(Kafka: the requests queued for the handler threads).", minimum=1),
+    ConfigKey("queued.max.request.bytes", int, 104_857_600,
+              "The number of queued bytes allowed before no more requests are read (rafka's default; "
+              "Kafka's -1 means unbounded).", minimum=-1),
+    ConfigKey("max.connections", int, INT_MAX,
+              "The maximum number of connections we allow in the broker at any time; new connections wait to "
+              "be accepted while it is reached.", minimum=0),
+    ConfigKey("max.connections.per.ip", int, INT_MAX,
+              "The maximum number of connections we allow from each ip address. This can be set to 0 if there "
+              "are overrides configured using max.connections.per.ip.overrides property. New connections from "
+              "the ip address are dropped if the limit is reached.", minimum=0),
+    ConfigKey("max.connections.per.ip.overrides", _parse_ip_overrides, "",
+              "A comma-separated list of per-ip or hostname overrides to the default maximum number of "
+              "connections. An example value is \"hostName:100,127.0.0.1:200\""),
+    ConfigKey("connections.max.idle.ms", int, 600_000,
+              "Idle connections timeout: the server socket processor threads close the connections that idle "
+              "more than this"),
     ConfigKey("rack", str, "", "The broker's rack (broker.rack)."),
     ConfigKey("broker.rack", str, "", "The broker's rack."),
 )
@@ -338,6 +389,13 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = 1_800_000
     group_initial_rebalance_delay_ms: int = 3000
     group_max_size: int = 2_147_483_647
+    socket_request_max_bytes: int = 104_857_600
+    queued_max_requests: int = 500
+    queued_max_request_bytes: int = 104_857_600
+    max_connections: int = INT_MAX
+    max_connections_per_ip: int = INT_MAX
+    max_connections_per_ip_overrides: str = ""
+    connections_max_idle_ms: int = 600_000
     rack: str = ""
     broker_rack: str = ""
     unused: tuple[str, ...] = field(default=(), compare=False)
@@ -356,6 +414,14 @@ class BrokerConfig:
         elif self.broker_id < 0:
             raise InvalidConfigError(f"broker.id must be greater than or equal to 0 (broker.id={self.broker_id}, "
                                      "broker.id.generation.enable=false)")
+
+    def check_socket_server(self) -> None:
+        """Kafka's KafkaConfig.validateValues rules for the socket server keys."""
+        if 0 < self.queued_max_request_bytes < self.socket_request_max_bytes:
+            raise InvalidConfigError("queued.max.request.bytes must be larger or equal to socket.request.max.bytes")
+        if self.max_connections_per_ip == 0 and not ip_overrides(self.max_connections_per_ip_overrides):
+            raise InvalidConfigError("max.connections.per.ip can be set to zero only if "
+                                     "max.connections.per.ip.overrides property is set.")
 
     @classmethod
     def from_mapping(cls, props: Mapping[str, Any]) -> "BrokerConfig":
@@ -376,6 +442,7 @@ class BrokerConfig:
             log.info("The configuration '%s' was supplied but isn't a known config.", name)
         config = cls(**values, unused=tuple(unused), given=given)
         config.check_broker_id()
+        config.check_socket_server()
         return config
 
     @classmethod

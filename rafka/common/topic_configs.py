@@ -107,7 +107,7 @@ def _type_of(key: ConfigKey) -> ConfigType:
 BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
     **{name: ConfigType.STRING for name in (
         "listeners", "advertised.listeners", "log.dirs", "zookeeper.connect", "log.message.timestamp.type",
-        "rack", "broker.rack")},
+        "rack", "broker.rack", "max.connections.per.ip.overrides")},
     **{name: ConfigType.BOOLEAN for name in ("auto.create.topics.enable", "log.cleaner.enable", "log.preallocate",
                                              "unclean.leader.election.enable", "auto.leader.rebalance.enable",
                                              "broker.id.generation.enable")},
@@ -121,6 +121,7 @@ BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
         "offsets.topic.num.partitions", "offsets.topic.segment.bytes", "offsets.retention.minutes",
         "offsets.commit.timeout.ms", "offset.metadata.max.bytes", "group.min.session.timeout.ms",
         "group.max.session.timeout.ms", "group.initial.rebalance.delay.ms", "group.max.size",
+        "socket.request.max.bytes", "queued.max.requests", "max.connections", "max.connections.per.ip",
         *COARSE_UNIT_DEFAULTS)},
     "offsets.topic.replication.factor": ConfigType.SHORT,
     **{name: ConfigType.LONG for name in (
@@ -131,7 +132,7 @@ BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
         "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
         "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms", "replica.lag.time.max.ms",
         "replica.alter.log.dirs.io.max.bytes.per.second",
-        "offsets.retention.check.interval.ms")},
+        "offsets.retention.check.interval.ms", "queued.max.request.bytes", "connections.max.idle.ms")},
     "log.cleaner.min.cleanable.ratio": ConfigType.DOUBLE,
     "log.cleanup.policy": ConfigType.LIST,
 }
