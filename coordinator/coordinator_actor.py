@@ -60,8 +60,8 @@ from rafka.coordinator.messages import PartitionsSpec, TopicResult, TopicSpec
 from rafka.coordinator.zk.zk_data import BrokerRegistration, ProducerIdBlock
 from rafka.coordinator.zk.zk_store import ZkStore
 from rafka.net.frontend_actor import Frontend
-from rafka.partition_worker.log_dir_moves import recover_moves
 from rafka.net.socket_settings import SocketServerSettings
+from rafka.partition_worker.log_dir_moves import recover_moves
 from rafka.partition_worker.log_dirs import check_meta_properties
 from rafka.partition_worker.messages import AlterIsr
 
