@@ -11,8 +11,8 @@ requirements installed (the README of tools/peer_suites/ says how these were mad
         --aiokafka /tmp/peer/aio:/tmp/peer/aiovenv \\
         --confluent-kafka /tmp/peer/ck:/tmp/peer/ckvenv --runs 2
 
-Per run: a fresh data dir and broker (`rafka up --detach`, the suite's properties over
-deploy/server.properties), the suite's pytest with a JUnit XML report, then `rafka down`.
+Per run: a fresh data dir and broker (`rafka up --detach`, a minimal server.properties with
+the suite's keys), the suite's pytest with a JUnit XML report, then `rafka down`.
 aiokafka has no switch for an external broker: its tests/conftest.py gets the fixtures of
 tools/peer_suites/aiokafka_conftest_tail.py appended (once), active with AIOKAFKA_BROKER set.
 
@@ -109,16 +109,11 @@ def free_port() -> int:
 
 
 def write_properties(path: Path, overrides: dict[str, str]) -> None:
-    """deploy/server.properties with `overrides` in place of (or after) its keys."""
-    lines, seen = [], set()
-    for line in (ROOT / "deploy" / "server.properties").read_text().splitlines():
-        key = line.split("=", 1)[0].strip()
-        if not line.lstrip().startswith("#") and key in overrides:
-            lines.append(f"{key}={overrides[key]}")
-            seen.add(key)
-        else:
-            lines.append(line)
-    lines += [f"{k}={v}" for k, v in overrides.items() if k not in seen]
+    """A minimal server.properties: broker 0 with `overrides`, Kafka's defaults for the rest.
+    Not deploy/server.properties, which writes many defaults out: DescribeConfigs would then
+    report them as STATIC_BROKER_CONFIG, where the suites (written against brokers configured
+    like their own templates) expect DEFAULT_CONFIG."""
+    lines = ["broker.id=0"] + [f"{k}={v}" for k, v in overrides.items()]
     path.write_text("\n".join(lines) + "\n")
 
 

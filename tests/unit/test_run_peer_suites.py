@@ -1,5 +1,5 @@
 """The peer-suite runner's bookkeeping: outcomes from JUnit XML and from verbose logs, failures
-told from flakes across runs, and broker properties written over the shipped file."""
+told from flakes across runs, and the minimal broker properties."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -37,9 +37,7 @@ def test_failing_every_run_is_a_failure_and_sometimes_a_flake() -> None:
     assert result.counts()[0] == {"passed": 1, "failed": 2, "error": 0, "skipped": 0}
 
 
-def test_properties_replace_the_shipped_keys_and_add_the_rest(tmp_path: Path) -> None:
+def test_properties_are_the_suites_keys_over_kafkas_defaults(tmp_path: Path) -> None:
     props = tmp_path / "server.properties"
-    write_properties(props, {"num.partitions": "2", "rafka.test.only": "yes"})
-    lines = props.read_text().splitlines()
-    assert "num.partitions=2" in lines and "rafka.test.only=yes" in lines
-    assert sum(1 for line in lines if line.startswith("num.partitions=")) == 1
+    write_properties(props, {"num.partitions": "2", "listeners": "PLAINTEXT://127.0.0.1:1"})
+    assert props.read_text().splitlines() == ["broker.id=0", "num.partitions=2", "listeners=PLAINTEXT://127.0.0.1:1"]
