@@ -134,11 +134,15 @@ _VERBOSE_LINE = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPAS
 def outcomes_from_log(pytest_log: Path) -> dict[str, str]:
     """test id -> outcome from pytest's verbose lines: what a run cut short (no JUnit report) did."""
     found: dict[str, str] = {}
-    for line in pytest_log.read_text(errors="replace").splitlines():
+    lines = pytest_log.read_text(errors="replace").splitlines()
+    for line in lines:
         if m := _VERBOSE_LINE.match(line):
             kind = m.group(2)
             found[m.group(1)] = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "error"}.get(
                 kind, "skipped")
+    last = lines[-1].strip() if lines else ""
+    if "::" in last and " " not in last and last not in found:   # the test that never ended: it hung
+        found[last] = "failed"
     return found
 
 
@@ -150,7 +154,8 @@ def prepare_aiokafka(checkout: Path) -> None:
     conftest.write_text(text + AIOKAFKA_TAIL.read_text())
 
 
-def run_once(suite: Suite, checkout: Path, venv: Path, work: Path, run: int, everything: bool) -> dict[str, str]:
+def run_once(suite: Suite, checkout: Path, venv: Path, work: Path, run: int, everything: bool,
+             limit_s: float) -> dict[str, str]:
     """One fresh broker, one pytest run of the suite; the outcomes by test id."""
     data = work / f"{suite.name}-run{run}"
     subprocess.run(["rm", "-rf", str(data)], check=True)
@@ -175,8 +180,12 @@ def run_once(suite: Suite, checkout: Path, venv: Path, work: Path, run: int, eve
             subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", *suite.pytest_args, *ignored,
                             "-p", "no:cacheprovider",
                             "-v", "-rA", f"--junitxml={report}"],
-                           cwd=checkout, env=suite.environment(bootstrap, work), stdout=out, stderr=subprocess.STDOUT)
-        log(f"{suite.name} run {run}: pytest ended after {time.monotonic() - started:.0f} s (log {data / 'pytest.log'})")
+                           cwd=checkout, env=suite.environment(bootstrap, work), stdout=out, stderr=subprocess.STDOUT,
+                           timeout=limit_s)
+            log(f"{suite.name} run {run}: pytest ended after {time.monotonic() - started:.0f} s"
+                f" (log {data / 'pytest.log'})")
+    except subprocess.TimeoutExpired:   # a test that hangs past pytest-timeout's reach (a thread it joins)
+        log(f"{suite.name} run {run}: pytest killed after {limit_s:.0f} s (--suite-timeout); log {data / 'pytest.log'}")
     finally:
         subprocess.run([str(rafka), "down", "--data-dir", str(data)], capture_output=True)
     if report.exists():
@@ -210,6 +219,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=2, help="runs of each suite, to tell flakes (default 2)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/rafka-peer"),
                         help="brokers' data and pytest logs (default /tmp/rafka-peer)")
+    parser.add_argument("--suite-timeout", type=float, default=2400,
+                        help="seconds one pytest run may take before it is killed and read from its log"
+                             " (default 2400)")
     parser.add_argument("--all", action="store_true",
                         help="also run the test files that are wholly out of scope (aiokafka's transactions and SASL)")
     parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format (default text)")
@@ -238,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
                 prepare_aiokafka(Path(checkout))
             for run in range(1, args.runs + 1):
                 result.runs.append(run_once(suite, Path(checkout).resolve(), Path(venv).resolve(), args.work, run,
-                                               args.all))
+                                               args.all, args.suite_timeout))
                 log(f"{name} run {run}: " + ", ".join(f"{n} {o}" for o, n in result.counts()[-1].items()))
         except (RuntimeError, OSError, ET.ParseError) as e:
             result.problem = str(e)
