@@ -140,9 +140,10 @@ def outcomes_from_log(pytest_log: Path) -> dict[str, str]:
             kind = m.group(2)
             found[m.group(1)] = {"PASSED": "passed", "XPASS": "passed", "FAILED": "failed", "ERROR": "error"}.get(
                 kind, "skipped")
-    last = lines[-1].strip() if lines else ""
-    if "::" in last and " " not in last and last not in found:   # the test that never ended: it hung
-        found[last] = "failed"
+    # The test that never ended (it hung; pytest-timeout may have written its banner after it).
+    started = [m.group(1) for line in lines if (m := re.match(r"^(\S+::\S+)(?: |$)", line))]
+    if started and started[-1] not in found:
+        found[started[-1]] = "failed"
     return found
 
 

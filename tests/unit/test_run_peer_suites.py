@@ -25,7 +25,8 @@ def test_a_cut_short_run_is_read_from_its_verbose_lines(tmp_path: Path) -> None:
                    "tests/test_a.py::test_bad FAILED     [  2%]\n"
                    "tests/test_a.py::test_skip SKIPPED (needs docker)  [  3%]\n"
                    "FAILED tests/test_a.py::test_bad - AssertionError\n"
-                   "tests/test_b.py::T::test_hangs ")
+                   "tests/test_b.py::T::test_hangs +++++ Timeout +++++\n"
+                   "Traceback lines of the timeout\n")
     assert outcomes_from_log(log) == {"tests/test_a.py::T::test_ok": "passed", "tests/test_a.py::test_bad": "failed",
                                       "tests/test_a.py::test_skip": "skipped", "tests/test_b.py::T::test_hangs": "failed"}
 
