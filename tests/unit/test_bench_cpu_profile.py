@@ -4,30 +4,36 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from _cpu_profile import CpuSampler, hot_frames, process_cpu_s  # noqa: E402
 
+from tests.waiting import wait_until  # noqa: E402
+
+
+def _started(code: str) -> subprocess.Popen:
+    """A child running `code` after printing 'up' (so its interpreter start is not in the window)."""
+    child = subprocess.Popen([sys.executable, "-c", "print('up', flush=True)\n" + code],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdout.readline().strip() == "up"
+    return child
+
 
 def test_a_busy_child_is_charged_about_a_core_and_an_idle_one_nothing() -> None:
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    busy = _started("while True: pass")
+    idle = _started("import sys; sys.stdin.read()")   # blocks until its stdin closes
     try:
         sampler = CpuSampler({"busy": [busy.pid], "idle": [idle.pid], "gone": [2 ** 22 + 7]})
-        time.sleep(0.3)  # both interpreters are up before the window opens
         sampler.start()
-        deadline = time.monotonic() + 30
-        while process_cpu_s(busy.pid) - sampler._before[busy.pid] < 0.5 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: process_cpu_s(busy.pid) - sampler._before[busy.pid] >= 0.5, timeout_s=30,
+                   message="the busy child used half a CPU second")
         window = sampler.stop()
     finally:
-        busy.kill()
-        idle.kill()
-        busy.wait()
-        idle.wait()
+        for child in (busy, idle):
+            child.kill()
+            child.wait()
     assert window.by_role["busy"] >= 0.5
     assert window.by_role.get("idle", 0.0) < 0.05
     assert "gone" not in window.by_role and window.processes == {"busy": 1, "idle": 1}
