@@ -85,9 +85,6 @@ class _Connection:
     def _on_refused(self, error: FrameError) -> None:
         self._server.log.warning("closing %s: %s", self.peer, error)
 
-    def _peer(self) -> str:
-        return self.peer
-
     # -- ReadGate, and pausing ---------------------------------------------------------
     def grant(self, length: int, got: int) -> int:
         n = self._memory.grant(self.share, length, got)
@@ -136,10 +133,10 @@ class _Connection:
                 try:
                     parts = await work
                 except (CloseConnection, KafkaError) as e:
-                    self._server.log.info("closing %s: %s", self._peer(), e)
+                    self._server.log.info("closing %s: %s", self.peer, e)
                     return
                 except Exception:
-                    self._server.log.exception("closing %s after an unexpected error", self._peer())
+                    self._server.log.exception("closing %s after an unexpected error", self.peer)
                     return
                 finally:
                     self._queue.popleft()
@@ -147,12 +144,12 @@ class _Connection:
                     if parts is not None:
                         await self._write(loop, parts)
                 except CloseConnection as e:
-                    self._server.log.warning("closing %s: %s", self._peer(), e)
+                    self._server.log.warning("closing %s: %s", self.peer, e)
                     return
                 finally:
                     self._memory.release(self.share, cost)   # answered (or given up): its bytes are free
         except (ConnectionError, OSError) as e:
-            self._server.log.debug("connection %s lost: %s", self._peer(), e)
+            self._server.log.debug("connection %s lost: %s", self.peer, e)
         finally:
             for work, _ in self._queue:
                 work.cancel()  # requests behind a failure are abandoned with the connection
