@@ -71,7 +71,6 @@ state_change = logging.getLogger("rafka.state_change")
 FrontendActor = ray.remote(Frontend)
 SERVE_WAIT_MS = 30000          # how long `start` waits for metadata that lists this broker
 CONTROL_CALL_TIMEOUT_S = 60.0  # a metadata push to another broker's coordinator
-LEADER_AND_ISR_WAIT_S = 10.0   # how long UpdateMetadata waits for the brokers' LeaderAndIsr to be done
 
 
 class BrokerCoordinator:
@@ -92,6 +91,8 @@ class BrokerCoordinator:
         self._metadata = ClusterMetadata()
         self._metadata_changed = asyncio.Event()
         self._publications = 0   # front-end metadata updates so far
+        self._published_starting: set[TopicPartition] = set()   # led here, replica not started: produce waits
+        self._republishing: asyncio.Task | None = None
         self._wake = asyncio.Event()
         self._topic_configs: dict[str, LogConfig] = {}
         self._maintenance = LogMaintenance(config, self._log)
@@ -100,7 +101,8 @@ class BrokerCoordinator:
         launcher = RayReplicaLauncher(self._id, config.log_dirs, namespace, node_id,
                                       coordinator=coordinator_name(self._id), failed_dirs=self._failed_dirs)
         self._reconciler = ReplicaReconciler(self._id, launcher, self._maintenance, self._topic_config, self._log,
-                                             on_replica_lost=self._replica_lost)
+                                             on_replica_lost=self._replica_lost,
+                                             on_leader_ready=self._leader_ready)
         self._log_dirs = ReplicaLogDirs(
             config.log_dirs, self._reconciler, self._maintenance, self._log, topic_id=self._topic_id,
             known=lambda tp: self._metadata.partition(tp.topic, tp.partition) is not None,
@@ -400,11 +402,13 @@ class BrokerCoordinator:
             self._wake.set()
 
     async def _send_metadata(self, metadata: ClusterMetadata) -> None:
-        """LeaderAndIsr to every live broker's coordinator, then UpdateMetadata, as Kafka orders
-        them: the leader learns of its partition before any broker's metadata shows it, so a
-        client that sees a partition can use it. A broker slow to act on LeaderAndIsr (many
-        replicas starting) holds the others' metadata back by `LEADER_AND_ISR_WAIT_S` at most;
-        it publishes again itself when it is done. Each call is bounded in time."""
+        """LeaderAndIsr to every live broker's coordinator, then UpdateMetadata at once, without
+        waiting for the replicas to start (Kafka's order, where acting on LeaderAndIsr is
+        quick). Starting a replica takes 0.3 s idle and seconds under load; holding the
+        metadata back for it kept a new topic out of every broker's Metadata that long, and
+        clients with short timeouts gave up. Each broker's front end holds a produce for a
+        partition it leads whose replica still starts, and is told as each one starts. Each
+        call is bounded in time."""
         def coordinators() -> list[Any]:
             found = []
             for b in metadata.brokers:
@@ -417,18 +421,17 @@ class BrokerCoordinator:
         targets = await asyncio.to_thread(coordinators)
         orders = [asyncio.ensure_future(asyncio.wait_for(t.apply_metadata.remote(metadata, False),
                                                          CONTROL_CALL_TIMEOUT_S)) for t in targets]
-        for order in orders:   # a broker that fails or is late is not waited for again
+        for order in orders:   # nobody waits for them: failures are the brokers' own to log
             order.add_done_callback(lambda f: f.cancelled() or f.exception())
-        if orders:
-            await asyncio.wait(orders, timeout=LEADER_AND_ISR_WAIT_S)
         await asyncio.gather(*[asyncio.wait_for(t.publish_metadata.remote(metadata), CONTROL_CALL_TIMEOUT_S)
                                for t in targets], return_exceptions=True)
 
     # -- every broker ----------------------------------------------------------------
     async def apply_metadata(self, metadata: ClusterMetadata, publish: bool = True) -> ErrorCode:
         """LeaderAndIsr: move this broker's replicas toward the metadata; with `publish`, then
-        UpdateMetadata too. If the controller's UpdateMetadata came while this was still
-        under way, the front end is handed its local leaders again once it is done."""
+        UpdateMetadata too. If the controller's UpdateMetadata came while this was under way,
+        or came first and showed partitions whose replicas have started since, the front end
+        gets the metadata again with its local leaders once this is done."""
         publications = self._publications
         code = await self._reconciler.apply(metadata)
         await self._fence_failed_dirs()
@@ -437,12 +440,28 @@ class BrokerCoordinator:
             return code
         if publish:
             await self._publish(metadata)
-        elif self._publications != publications:
+        elif self._publications != publications or self._published_starting != self._starting(self._metadata):
             await self._publish(self._metadata)
         else:   # the front end serves its new leaderships at once, before any metadata shows them
             await self._frontend.update_leaders.remote(
                 {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()})
         return ErrorCode.NONE
+
+    def _leader_ready(self, tp: TopicPartition) -> None:
+        """A leader replica runs now: if the front end was told it still starts, publish again,
+        so that partitions are served one by one as they start, not when a whole burst has
+        (produce waits for them meanwhile). Publications are coalesced."""
+        if tp in self._published_starting and self._republishing is None and not self._stopping:
+            self._republishing = asyncio.ensure_future(self._publish_started())
+
+    async def _publish_started(self) -> None:
+        try:
+            while not self._stopping and self._published_starting & set(self._reconciler.leaders()):
+                await self._publish(self._metadata)
+        except Exception as e:  # noqa: BLE001 - the front end is gone (stopping); the next publish retries
+            self._log.warning("could not publish newly started leaders: %r", e)
+        finally:
+            self._republishing = None
 
     async def _replica_lost(self) -> None:
         """A replica's process died: the front end stops serving it (offline) until the
@@ -495,15 +514,20 @@ class BrokerCoordinator:
         await self._publish(metadata)
         return ErrorCode.NONE
 
+    def _starting(self, metadata: ClusterMetadata) -> set[TopicPartition]:
+        """Partitions `metadata` says this broker leads whose replica neither runs nor failed."""
+        return ({TopicPartition(name, info.partition) for name, info in _partitions(metadata) if info.leader == self._id}
+                - set(self._reconciler.leaders()) - {o.tp for o in self._reconciler.offline()})
+
     async def _publish(self, metadata: ClusterMetadata) -> None:
         offline = {o.tp for o in self._reconciler.offline()}
         leaders = {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()}
         followers = {tp: (r.actor, r.socket) for tp, r in self._reconciler.followers().items()}
-        starting = {TopicPartition(name, info.partition) for name, info in _partitions(metadata)
-                    if info.leader == self._id} - set(leaders) - offline
-        await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline, starting),
-                                                    leaders, followers)
+        starting = self._starting(metadata)
+        await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline),
+                                                    leaders, followers, frozenset(starting))
         self._metadata = metadata
+        self._published_starting = starting
         self._publications += 1
         self._metadata_changed.set()
         self._metadata_changed = asyncio.Event()

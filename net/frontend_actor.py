@@ -24,6 +24,7 @@ from rafka.partition_worker.segment_reader import next_offset_after, read_region
 from rafka.net.handlers import RequestDispatcher
 from rafka.common.metadata import ClusterMetadata
 from rafka.net.server import KafkaServer
+from rafka.net.starting_leaders import StartingLeaders
 from rafka.net.socket_settings import SocketServerSettings
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,7 @@ class Frontend:
         self._coordinator = coordinator
         self._channels: dict[TopicPartition, ReplicaChannel] = {}
         self._follower_channels: dict[TopicPartition, ReplicaChannel] = {}
+        self.starting = StartingLeaders()   # led here, replica not running yet: produce waits
         self._fetchers = ReplicaFetcherManager(broker_id)
         self._log = Prefixed(log, f"[Frontend broker={broker_id}]")
         self._producer_ids = ProducerIdSource(ProducerIdManager(broker_id, remember_ms=producer_id_memory_ms),
@@ -96,14 +98,18 @@ class Frontend:
         """LeaderAndIsr's part: the local leaders change now, the metadata later (UpdateMetadata)."""
         self._channels = self._reuse_channels(self._channels, leaders)
         self.groups.set_led_partitions({tp.partition for tp in self._channels if tp.topic == OFFSETS_TOPIC})
+        self.starting.changed()
 
     def update_metadata(self, metadata: ClusterMetadata, leaders: dict[TopicPartition, tuple[Any, str]],
-                        followers: dict[TopicPartition, tuple[Any, str]] | None = None) -> None:
+                        followers: dict[TopicPartition, tuple[Any, str]] | None = None,
+                        starting: frozenset[TopicPartition] = frozenset()) -> None:
         """Swap in a new metadata snapshot, the local leaders and the local followers: each a
-        (replica actor, data socket path). Followers are fetched for from their leaders."""
+        (replica actor, data socket path). Followers are fetched for from their leaders.
+        `starting`: partitions the metadata says this broker leads whose replica does not run yet."""
         self._channels = self._reuse_channels(self._channels, leaders)
         self._follower_channels = self._reuse_channels(self._follower_channels, followers or {})
         self.metadata = metadata
+        self.starting.update(starting)
         self.groups.set_led_partitions({tp.partition for tp in self._channels if tp.topic == OFFSETS_TOPIC})
         self._fetchers.update(metadata, self._follower_channels)
 

@@ -26,7 +26,8 @@ from rafka.net.replication_handlers import REPLICATION_APIS, ReplicationApis
 from rafka.net.routing import leader_channel
 from rafka.net.protocol.apis import APIS
 from rafka.net.server import CloseConnection
-from rafka.partition_worker.messages import FetchResult
+from rafka.net.starting_leaders import StartingLeaders
+from rafka.partition_worker.messages import FetchResult, ProduceResult
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class BrokerServices(Protocol):
     broker_id: int
     metadata: ClusterMetadata
     auto_create_topics: bool
+    starting: StartingLeaders   # local leaders whose replica still starts
 
     def channel(self, tp: TopicPartition) -> Any | None:
         """The `ReplicaChannel` of the local leader of `tp`, or None."""
@@ -236,6 +238,15 @@ class RequestDispatcher:
     def _leader_channel(self, topic: str, partition: int) -> tuple[ErrorCode, Any]:
         return leader_channel(self._services, topic, partition)
 
+    async def _append_once_started(self, tp: TopicPartition, records: Any, acks: int,
+                                   timeout_ms: int) -> ProduceResult:
+        """Append once the local leader replica of `tp`, still starting, runs; within the
+        request's timeout, else NOT_LEADER_OR_FOLLOWER (the client retries)."""
+        channel = await self._services.starting.wait(tp, self._services.channel, max(timeout_ms, 0) / 1000)
+        if channel is None:
+            return ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return await channel.append(records, acks, timeout_ms)
+
     async def _produce(self, version: int, body: dict) -> dict | None:
         acks = body["acks"]
         if body.get("transactional_id") is not None:
@@ -254,6 +265,11 @@ class RequestDispatcher:
                     continue
                 err, channel = self._leader_channel(topic, index)
                 records = pdata["records"]
+                if (err is ErrorCode.NOT_LEADER_OR_FOLLOWER and records and topic not in INTERNAL_TOPICS
+                        and TopicPartition(topic, index) in self._services.starting):
+                    jobs.append((topic, index, self._append_once_started(
+                        TopicPartition(topic, index), records, acks, body["timeout_ms"])))
+                    continue
                 if err is not ErrorCode.UNKNOWN_TOPIC_OR_PARTITION and topic in INTERNAL_TOPICS:
                     # Kafka's ReplicaManager refuses clients' writes to internal topics: only the
                     # group (and transaction) coordinators write there, through their own path

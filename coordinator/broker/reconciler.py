@@ -56,7 +56,8 @@ class ReplicaReconciler:
                  *, step_timeout_s: float = DEFAULT_STEP_TIMEOUT_S,
                  max_parallel_starts: int = DEFAULT_MAX_PARALLEL_STARTS,
                  clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000,
-                 on_replica_lost: Callable[[], Awaitable[None]] | None = None) -> None:
+                 on_replica_lost: Callable[[], Awaitable[None]] | None = None,
+                 on_leader_ready: Callable[[TopicPartition], None] | None = None) -> None:
         self._broker_id = broker_id
         self._launcher = launcher
         self._maintenance = maintenance
@@ -66,6 +67,7 @@ class ReplicaReconciler:
         self._starts = asyncio.Semaphore(max_parallel_starts)
         self._clock_ms = clock_ms
         self._on_replica_lost = on_replica_lost
+        self._on_leader_ready = on_leader_ready
         self._watches: dict[TopicPartition, asyncio.Task] = {}
         self._lock = asyncio.Lock()
         self.book: dict[TopicPartition, rp.ReplicaEntry] = {}
@@ -132,6 +134,8 @@ class ReplicaReconciler:
         code = await self._launcher.become(replica, target)
         if code == ErrorCode.NONE:
             self.book[tp] = rp.accepted(self.book[tp], target)
+            if target.leader == self._broker_id and self._on_leader_ready is not None:
+                self._on_leader_ready(tp)   # served now, not when the whole tick is done
         else:
             state_change.warning("[Broker id=%d] replica %s refused leader_epoch %d from controller epoch %d: %s",
                                  self._broker_id, tp, target.leader_epoch, target.controller_epoch, code.name)

@@ -124,23 +124,24 @@ def offline(book: Mapping[TopicPartition, ReplicaEntry], now_ms: float) -> list[
             for tp, e in sorted(book.items()) if e.phase is Phase.FAILED]
 
 
-def with_offline_replicas(metadata: ClusterMetadata, broker_id: int, offline_tps: set[TopicPartition],
-                          starting_tps: set[TopicPartition] = frozenset()) -> ClusterMetadata:
+def with_offline_replicas(metadata: ClusterMetadata, broker_id: int, offline_tps: set[TopicPartition]
+                          ) -> ClusterMetadata:
     """The metadata a broker's front end serves: the controller's, with this broker listed
     among the `offline_replicas` of each partition whose local replica failed (Kafka lists a
     replica on an offline log dir the same way). A partition it leads whose replica is offline
-    or still starting shows no leader (LEADER_NOT_AVAILABLE, which clients retry) until the
-    replica runs, rather than a leader that would answer NOT_LEADER_OR_FOLLOWER."""
-    if not offline_tps and not starting_tps:
+    shows no leader (LEADER_NOT_AVAILABLE, which clients retry) until the replica runs again,
+    rather than a leader that would answer NOT_LEADER_OR_FOLLOWER. A replica that is only
+    starting keeps its leadership: the front end holds produce for it (starting_leaders.py)."""
+    if not offline_tps:
         return metadata
     topics = dict(metadata.topics)
-    for tp in set(offline_tps) | set(starting_tps):
+    for tp in offline_tps:
         info = topics.get(tp.topic)
         if info is None or tp.partition not in info.partitions:
             continue
         partitions = dict(info.partitions)
         p = partitions[tp.partition]
-        if tp in offline_tps and broker_id not in p.offline_replicas:
+        if broker_id not in p.offline_replicas:
             p = replace(p, offline_replicas=p.offline_replicas + (broker_id,))
         if p.leader == broker_id:
             p = replace(p, leader=-1)

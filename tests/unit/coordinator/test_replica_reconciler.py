@@ -253,11 +253,40 @@ def test_a_replica_whose_process_dies_is_offline_and_started_again(parts):
     run(scenario())
 
 
-def test_a_partition_whose_local_leader_still_starts_shows_no_leader_here_but_is_not_offline():
+def test_a_partition_whose_local_leader_still_starts_keeps_its_leader_in_the_served_metadata():
     meta = metadata(a={0: (ME, 2), 1: (ME,)})
-    shown = rp.with_offline_replicas(meta, ME, set(), {A0})
-    assert (shown.partition("a", 0).leader, shown.partition("a", 0).offline_replicas) == (-1, ())
-    assert shown.partition("a", 1).leader == ME
+    assert rp.with_offline_replicas(meta, ME, set()) is meta   # starting is not offline: produce waits
+
+
+def test_each_leader_is_announced_as_it_starts_not_when_the_whole_tick_is_done(tmp_path):
+    """A burst's partitions are served one by one: the callback comes per leader, before the tick ends."""
+    config = BrokerConfig.from_mapping({"broker.id": "1", "log.dirs": str(tmp_path)})
+    ready: list[tuple[TopicPartition, bool]] = []
+    gate = asyncio.Event()
+
+    class GatedLauncher(RecordingLauncher):
+        async def start(self, tp, topic_id, config_, place):
+            if tp == A1:
+                await gate.wait()
+            return await super().start(tp, topic_id, config_, place)
+
+    async def topic_config(topic):
+        return config.log_config()
+
+    async def scenario():
+        reconciler = ReplicaReconciler(
+            ME, GatedLauncher(str(tmp_path)), LogMaintenance(config, logging.getLogger("t")), topic_config,
+            logging.getLogger("t"), on_leader_ready=lambda tp: ready.append((tp, tp in reconciler.leaders())))
+        tick = asyncio.ensure_future(reconciler.apply(metadata(a={0: (ME,), 1: (ME,)}, b={0: (2, ME)})))
+        for _ in range(50):
+            if ready:
+                break
+            await asyncio.sleep(0)
+        assert ready == [(A0, True)] and not tick.done()   # A0 serves while A1 still starts
+        gate.set()
+        await tick
+        assert ready == [(A0, True), (A1, True)]           # B0 is a follower here: no call
+    run(scenario())
 
 
 def test_a_replica_restarted_for_a_log_dir_move_stops_swaps_and_serves_again_with_its_role(parts):

@@ -1,0 +1,54 @@
+"""Partitions this broker leads whose replica is still starting: a produce waits for them.
+
+The controller publishes a new partition's leader at once, as Kafka does, while the leader's
+replica process takes 0.3 s (idle) to seconds (a creation burst) to start. A produce that
+reaches the leader meanwhile waits here for its replica, bounded by the request's timeout,
+instead of being refused, so a client needs no retry for a topic it just created. Other
+requests answer NOT_LEADER_OR_FOLLOWER meanwhile, which clients retry.
+
+Runs on the front end's event loop; not thread-safe.
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Callable, Iterable, TypeVar
+
+from rafka.common.types import TopicPartition
+
+T = TypeVar("T")
+
+
+class StartingLeaders:
+    """The set of starting leaders, and waits for one of them to run (or to stop starting)."""
+
+    def __init__(self) -> None:
+        self._starting: frozenset[TopicPartition] = frozenset()
+        self._changed = asyncio.Event()
+
+    def __contains__(self, tp: object) -> bool:
+        return tp in self._starting
+
+    def update(self, starting: Iterable[TopicPartition]) -> None:
+        """The coordinator's new set (with new metadata); wakes every waiter to look again."""
+        self._starting = frozenset(starting)
+        self.changed()
+
+    def changed(self) -> None:
+        """The local leaders changed: waiters look again."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def wait(self, tp: TopicPartition, lookup: Callable[[TopicPartition], T | None], timeout_s: float) -> T | None:
+        """`lookup(tp)` once it finds something, or None once `tp` no longer starts (its start
+        failed, or it leads elsewhere now) or `timeout_s` has passed."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            found = lookup(tp)
+            remaining = deadline - loop.time()
+            if found is not None or tp not in self._starting or remaining <= 0:
+                return found
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except asyncio.TimeoutError:
+                return lookup(tp)

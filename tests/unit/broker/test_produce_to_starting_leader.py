@@ -1,0 +1,98 @@
+"""A produce that reaches the leader while its replica still starts (the metadata names the
+leader at once, as Kafka's does) waits for the replica and is then written, in arrival order;
+if the start fails it is answered NOT_LEADER_OR_FOLLOWER, which clients retry. The dispatcher
+is driven through `handle` over a fake of our `BrokerServices` seam."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from rafka.common.errors import ErrorCode
+from rafka.common.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
+from rafka.common.types import TopicPartition
+from rafka.net.handlers import PRODUCE, RequestDispatcher
+from rafka.net.protocol import codec
+from rafka.net.starting_leaders import StartingLeaders
+from rafka.partition_worker.messages import ProduceResult
+from rafka.partition_worker.record_batch import Record, encode_batch
+
+TP = TopicPartition("fresh", 0)
+
+
+class RecordingChannel:
+    def __init__(self) -> None:
+        self.appended: list[bytes] = []
+
+    async def append(self, records, acks: int, timeout_ms: int) -> ProduceResult:
+        self.appended.append(bytes(records))
+        return ProduceResult(ErrorCode.NONE, base_offset=len(self.appended) - 1)
+
+
+class StartingBroker:
+    """Broker 0 leads `fresh-0` in its metadata; its replica starts when the test says."""
+
+    broker_id = 0
+    auto_create_topics = True
+
+    def __init__(self) -> None:
+        self.metadata = ClusterMetadata(brokers={0: BrokerInfo(0, "127.0.0.1", 9092)}, topics={
+            "fresh": TopicInfo("fresh", uuid.uuid4(), {0: PartitionInfo(0, 0, 0, (0,), (0,))})})
+        self.channels: dict[TopicPartition, RecordingChannel] = {}
+        self.starting = StartingLeaders()
+        self.starting.update({TP})
+
+    def channel(self, tp: TopicPartition) -> RecordingChannel | None:
+        return self.channels.get(tp)
+
+
+def produce_frame(value: bytes, timeout_ms: int = 5000) -> bytes:
+    batch = encode_batch([Record(0, 1_700_000_000_000, None, value)])
+    return codec.encode_request(PRODUCE, 9, 1, "client", {
+        "transactional_id": None, "acks": 1, "timeout_ms": timeout_ms,
+        "topic_data": [{"name": "fresh", "partition_data": [{"index": 0, "records": batch}]}]})
+
+
+async def answer(dispatcher: RequestDispatcher, frame: bytes) -> dict:
+    parts = await dispatcher.handle(memoryview(frame)[4:], "127.0.0.1:5555")
+    body = codec.decode_response(PRODUCE, 9, b"".join(bytes(p) for p in parts))[1]
+    return body["responses"][0]["partition_responses"][0]
+
+
+def test_a_produce_waits_for_the_starting_replica_and_two_keep_their_order():
+    broker = StartingBroker()
+    dispatcher = RequestDispatcher(broker)
+
+    async def scenario():
+        first = asyncio.ensure_future(answer(dispatcher, produce_frame(b"first")))
+        second = asyncio.ensure_future(answer(dispatcher, produce_frame(b"second")))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not first.done() and not second.done()
+        channel = broker.channels[TP] = RecordingChannel()
+        broker.starting.update(set())   # the coordinator's next publish: TP runs now
+        return await first, await second, channel
+
+    first, second, channel = asyncio.run(scenario())
+    assert (first["error_code"], first["base_offset"]) == (ErrorCode.NONE, 0)
+    assert (second["error_code"], second["base_offset"]) == (ErrorCode.NONE, 1)
+    assert [b"first" in a for a in channel.appended] == [True, False]
+    assert b"second" in channel.appended[1]
+
+
+def test_a_produce_for_a_replica_that_failed_to_start_is_answered_not_leader():
+    broker = StartingBroker()
+
+    async def scenario():
+        waiting = asyncio.ensure_future(answer(RequestDispatcher(broker), produce_frame(b"x")))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        broker.starting.update(set())   # offline now: the metadata shows no leader
+        return await asyncio.wait_for(waiting, 5)
+
+    assert asyncio.run(scenario())["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_the_wait_is_bounded_by_the_request_timeout():
+    broker = StartingBroker()
+    reply = asyncio.run(asyncio.wait_for(answer(RequestDispatcher(broker), produce_frame(b"x", timeout_ms=50)), 5))
+    assert reply["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
