@@ -273,8 +273,17 @@ class ReplicaChannel:
         except Exception:  # noqa: BLE001 - the replica process is gone
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1
 
-    async def list_offset(self, timestamp: int) -> OffsetLookup:
-        return await self._call("list_offset", timestamp, OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+    def list_offset(self, timestamp: int) -> Awaitable[OffsetLookup]:
+        """Queue a ListOffsets lookup now, behind the appends already queued (see
+        `encode_list_offset`). A lost replica answers NOT_LEADER_OR_FOLLOWER."""
+        return self._lookup_result(self._submit([dc.encode_list_offset(timestamp)], dc.decode_offset_lookup))
+
+    @staticmethod
+    async def _lookup_result(future: asyncio.Future) -> OffsetLookup:
+        try:
+            return await future
+        except (ConnectionError, OSError):
+            return OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER)
 
     async def delete_records(self, offset: int) -> DeleteRecordsResult:
         return await self._call("delete_records", offset, DeleteRecordsResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))

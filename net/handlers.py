@@ -23,7 +23,7 @@ from rafka.net.group_handlers import GROUP_APIS, UNKNOWN_AUTHORIZED_OPERATIONS, 
 from rafka.net.log_dir_handlers import LOG_DIR_APIS, LogDirApis
 from rafka.net.protocol import apis, codec
 from rafka.net.replication_handlers import REPLICATION_APIS, ReplicationApis
-from rafka.net.routing import leader_channel
+from rafka.net.routing import STARTING_WAIT_MS, leader_channel, once_started
 from rafka.net.protocol.apis import APIS
 from rafka.net.server import CloseConnection
 from rafka.net.starting_leaders import StartingLeaders
@@ -242,9 +242,10 @@ class RequestDispatcher:
                                    timeout_ms: int) -> ProduceResult:
         """Append once the local leader replica of `tp`, still starting, runs; within the
         request's timeout, else NOT_LEADER_OR_FOLLOWER (the client retries)."""
-        channel = await self._services.starting.wait(tp, self._services.channel, max(timeout_ms, 0) / 1000)
+        err, channel = await once_started(self._services, tp.topic, tp.partition,
+                                          asyncio.get_running_loop().time() + max(timeout_ms, 0) / 1000)
         if channel is None:
-            return ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            return ProduceResult(err)
         return await channel.append(records, acks, timeout_ms)
 
     async def _produce(self, version: int, body: dict) -> dict | None:
@@ -309,11 +310,16 @@ class RequestDispatcher:
         min_bytes = body["min_bytes"]
         max_bytes = body.get("max_bytes", 0x7FFFFFFF)
         wanted: list[tuple[str, dict, ErrorCode, Any]] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
         for topic in body["topics"]:
             name = topic["topic"]
             for p in topic["partitions"]:
                 err, channel = self._leader_channel(name, p["partition"])
+                if err is ErrorCode.NOT_LEADER_OR_FOLLOWER:   # a replica still starting: within the fetch's wait
+                    err, channel = await once_started(self._services, name, p["partition"], deadline)
                 wanted.append((name, p, err, channel))
+        max_wait_ms = min(max_wait_ms, max(0, int((deadline - loop.time()) * 1000)))
         replica_id = body["replica_state"]["replica_id"] if version >= 15 else body.get("replica_id", -1)
         # Kafka answers at once when a partition of the fetch has an error (DelayedFetch).
         complete_now = any(err is not ErrorCode.NONE for _, _, err, _ in wanted)
@@ -366,6 +372,9 @@ class RequestDispatcher:
             calls, entries = [], []
             for p in topic["partitions"]:
                 err, channel = self._leader_channel(name, p["partition_index"])
+                if err is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    err, channel = await once_started(self._services, name, p["partition_index"],
+                                                      asyncio.get_running_loop().time() + STARTING_WAIT_MS / 1000)
                 entry = {"partition_index": p["partition_index"], "error_code": err,
                          "timestamp": -1, "offset": -1, "leader_epoch": -1, "old_style_offsets": []}
                 entries.append(entry)
@@ -387,10 +396,13 @@ class RequestDispatcher:
         """
         timeout_ms = body["timeout_ms"]
         topics_out, calls = [], []
+        deadline = asyncio.get_running_loop().time() + max(timeout_ms, 0) / 1000
         for topic in body["topics"]:
             entries = []
             for p in topic["partitions"]:
                 err, channel = self._leader_channel(topic["name"], p["partition_index"])
+                if err is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    err, channel = await once_started(self._services, topic["name"], p["partition_index"], deadline)
                 entry = {"partition_index": p["partition_index"], "low_watermark": -1, "error_code": err}
                 entries.append(entry)
                 if channel is not None:

@@ -21,7 +21,7 @@ from typing import Protocol
 from rafka.common.errors import ErrorCode
 from rafka.net.group_handlers import RequestContext
 from rafka.net.protocol import apis
-from rafka.net.routing import LeaderLookup, leader_channel
+from rafka.net.routing import STARTING_WAIT_MS, LeaderLookup, leader_channel, once_started
 
 OFFSET_FOR_LEADER_EPOCH, ELECT_LEADERS = apis.OFFSET_FOR_LEADER_EPOCH.key, apis.ELECT_LEADERS.key
 REPLICATION_APIS = (OFFSET_FOR_LEADER_EPOCH, ELECT_LEADERS)
@@ -63,6 +63,9 @@ class ReplicationApis:
                          "end_offset": -1}
                 entries.append(entry)
                 err, channel = leader_channel(self._services, topic["topic"], p["partition"])
+                if err is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+                    err, channel = await once_started(self._services, topic["topic"], p["partition"],
+                                                      asyncio.get_running_loop().time() + STARTING_WAIT_MS / 1000)
                 if channel is None:
                     entry["error_code"] = err
                 else:

@@ -48,7 +48,8 @@ class StartingLeaders:
             remaining = deadline - loop.time()
             if found is not None or tp not in self._starting or remaining <= 0:
                 return found
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except asyncio.TimeoutError:
+            try:   # (no task per wait: waiters resume in the order they came, and so queue their requests)
+                async with asyncio.timeout(remaining):
+                    await self._changed.wait()
+            except TimeoutError:
                 return lookup(tp)

@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from rafka.common.errors import ErrorCode
-from rafka.partition_worker.messages import FetchResult, FollowerAppendResult, ProduceResult, Region
+from rafka.partition_worker.messages import FetchResult, FollowerAppendResult, OffsetLookup, ProduceResult, Region
 
 OP_APPEND = 1
 OP_READ = 2
@@ -28,6 +28,7 @@ OP_REPLICA_READ = 3   # a follower's fetch, served by the leader up to its log e
 OP_FOLLOWER_APPEND = 4  # batches fetched from the leader, appended by a follower as they are
 OP_RELEASE = 5        # end the wait of a parked read now (it answers under its own id); no answer
 OP_READ_LOG_END = 6   # the broker's own read of a partition it leads, up to the log end (see encode_read)
+OP_LIST_OFFSET = 7    # ListOffsets: on this socket, so it keeps its order with the appends before it
 
 FRAME_HEAD = struct.Struct(">II")            # length (of what follows), request id
 _APPEND_HEAD = struct.Struct(">BbII")        # op, acks, timeout ms (acks=all), number of record sets
@@ -39,6 +40,8 @@ _REPLICA_READ = struct.Struct(">BiiqiI")     # op, follower broker, its leader e
 _PRODUCE_RESULT = struct.Struct(">hqqqH")    # error, base offset, append time, log start, message length
 _RECORD_ERRORS = struct.Struct(">H")         # count of record errors, after the message
 _RECORD_ERROR = struct.Struct(">iH")         # batch index, message length
+_LIST_OFFSET = struct.Struct(">Bq")         # op, timestamp (or LATEST -1, EARLIEST -2, ...)
+_OFFSET_LOOKUP = struct.Struct(">hqqi")      # error, timestamp, offset, leader epoch
 _FOLLOWER_APPEND = struct.Struct(">Bqq")    # op, leader's high watermark, leader's log start offset
 _FOLLOWER_RESULT = struct.Struct(">hqq")    # error, log end offset, high watermark
 _FETCH_HEAD = struct.Struct(">hqqqqqH")      # error, high watermark, last stable, log start, next offset,
@@ -164,6 +167,26 @@ def decode_read(body: memoryview) -> tuple[int, int, int, bool]:
     """(fetch offset, max bytes, max wait ms, up to the log end)."""
     op, offset, max_bytes, max_wait_ms = _READ.unpack_from(body, 0)
     return offset, max_bytes, max_wait_ms, op == OP_READ_LOG_END
+
+
+def encode_list_offset(timestamp: int) -> bytes:
+    """A ListOffsets lookup. It goes over the data socket, not as an actor call, so that it sees
+    every append the front end sent before it: a consumer resetting to the latest offset
+    while a producer writes must not be told an offset past records it never read."""
+    return _LIST_OFFSET.pack(OP_LIST_OFFSET, timestamp)
+
+
+def decode_list_offset(body: memoryview) -> int:
+    return _LIST_OFFSET.unpack_from(body, 0)[1]
+
+
+def encode_offset_lookup(lookup: OffsetLookup) -> bytes:
+    return _OFFSET_LOOKUP.pack(lookup.error, lookup.timestamp, lookup.offset, lookup.leader_epoch)
+
+
+def decode_offset_lookup(body: memoryview) -> OffsetLookup:
+    error, timestamp, offset, epoch = _OFFSET_LOOKUP.unpack_from(body, 0)
+    return OffsetLookup(ErrorCode(error), timestamp, offset, epoch)
 
 
 def encode_release(request_id: int) -> bytes:

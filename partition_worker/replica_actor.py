@@ -356,6 +356,9 @@ class PartitionReplica:
                     released = parked.get(dc.decode_release(view))
                     if released is not None:   # (already answered: nothing to do)
                         released.set()
+                elif view[0] == dc.OP_LIST_OFFSET:
+                    lookup = self.list_offset(dc.decode_list_offset(view))
+                    protocol.transport.write(dc.frame(request_id, dc.encode_offset_lookup(lookup)))
                 elif view[0] == dc.OP_FOLLOWER_APPEND:
                     hw, log_start, records = dc.decode_follower_append(view)
                     answer = dc.encode_follower_result(self.append_as_follower(records, hw, log_start))

@@ -173,3 +173,20 @@ def test_two_clusters_on_one_machine_keep_their_own_replica_sockets(short_dir):
                 channel.close()
             replicas[1].close()
     asyncio.run(main())
+
+
+def test_list_offsets_go_over_the_socket_in_order_with_the_appends_queued_before_them(short_dir):
+    """Queued without awaiting in between: each lookup sees exactly the appends queued before it."""
+    async def scenario(replica, channel):
+        first = channel.append(batch(), 1)
+        latest_after_one = channel.list_offset(-1)
+        second = channel.append(batch(), 1)
+        latest_after_two = channel.list_offset(-1)
+        earliest = channel.list_offset(-2)
+        assert [(await f).error for f in (first, second)] == [ErrorCode.NONE] * 2
+        one, two, start = await latest_after_one, await latest_after_two, await earliest
+        assert (one.error, one.offset, one.leader_epoch) == (ErrorCode.NONE, 3, 3)
+        assert (two.offset, start.offset) == (6, 0)
+        replica.become(LeaderAndIsr(2, 4, (2, 1), (2, 1), 1))    # a follower now: clients go elsewhere
+        assert (await channel.list_offset(-1)).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    run_with_replica(short_dir, scenario)

@@ -1,5 +1,5 @@
-"""A produce that reaches the leader while its replica still starts (the metadata names the
-leader at once, as Kafka's does) waits for the replica and is then written, in arrival order;
+"""A request that reaches the leader while its replica still starts (the metadata names the
+leader at once, as Kafka's does) waits for the replica and then goes to it, in arrival order;
 if the start fails it is answered NOT_LEADER_OR_FOLLOWER, which clients retry. The dispatcher
 is driven through `handle` over a fake of our `BrokerServices` seam."""
 from __future__ import annotations
@@ -10,22 +10,34 @@ import uuid
 from rafka.common.errors import ErrorCode
 from rafka.common.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
 from rafka.common.types import TopicPartition
-from rafka.net.handlers import PRODUCE, RequestDispatcher
+from rafka.net.handlers import LIST_OFFSETS, PRODUCE, RequestDispatcher
 from rafka.net.protocol import codec
 from rafka.net.starting_leaders import StartingLeaders
-from rafka.partition_worker.messages import ProduceResult
+from rafka.partition_worker.messages import OffsetLookup, ProduceResult
 from rafka.partition_worker.record_batch import Record, encode_batch
 
 TP = TopicPartition("fresh", 0)
 
 
 class RecordingChannel:
+    """Records the order calls are queued in (the real channel queues them for its socket at call time)."""
+
     def __init__(self) -> None:
         self.appended: list[bytes] = []
+        self.calls: list[str] = []
 
-    async def append(self, records, acks: int, timeout_ms: int) -> ProduceResult:
+    def append(self, records, acks: int, timeout_ms: int):
         self.appended.append(bytes(records))
-        return ProduceResult(ErrorCode.NONE, base_offset=len(self.appended) - 1)
+        self.calls.append("append")
+        return self._done(ProduceResult(ErrorCode.NONE, base_offset=len(self.appended) - 1))
+
+    def list_offset(self, timestamp: int):
+        self.calls.append("list_offset")
+        return self._done(OffsetLookup(ErrorCode.NONE, -1, len(self.appended), 0))
+
+    @staticmethod
+    async def _done(result):
+        return result
 
 
 class StartingBroker:
@@ -52,10 +64,23 @@ def produce_frame(value: bytes, timeout_ms: int = 5000) -> bytes:
         "topic_data": [{"name": "fresh", "partition_data": [{"index": 0, "records": batch}]}]})
 
 
+def latest_offset_frame() -> bytes:
+    return codec.encode_request(LIST_OFFSETS, 7, 2, "consumer", {
+        "replica_id": -1, "isolation_level": 0,
+        "topics": [{"name": "fresh", "partitions": [{"partition_index": 0, "current_leader_epoch": -1,
+                                                     "timestamp": -1}]}]})
+
+
 async def answer(dispatcher: RequestDispatcher, frame: bytes) -> dict:
     parts = await dispatcher.handle(memoryview(frame)[4:], "127.0.0.1:5555")
     body = codec.decode_response(PRODUCE, 9, b"".join(bytes(p) for p in parts))[1]
     return body["responses"][0]["partition_responses"][0]
+
+
+async def latest_offset(dispatcher: RequestDispatcher) -> dict:
+    parts = await dispatcher.handle(memoryview(latest_offset_frame())[4:], "127.0.0.1:5556")
+    body = codec.decode_response(LIST_OFFSETS, 7, b"".join(bytes(p) for p in parts))[1]
+    return body["topics"][0]["partitions"][0]
 
 
 def test_a_produce_waits_for_the_starting_replica_and_two_keep_their_order():
@@ -96,3 +121,26 @@ def test_the_wait_is_bounded_by_the_request_timeout():
     broker = StartingBroker()
     reply = asyncio.run(asyncio.wait_for(answer(RequestDispatcher(broker), produce_frame(b"x", timeout_ms=50)), 5))
     assert reply["error_code"] == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_a_consumer_asking_the_latest_offset_before_a_produce_is_answered_before_it():
+    """A consumer resetting to 'latest' whose ListOffsets came first must not be told an offset
+    past the record produced after it (it would never read that record)."""
+    broker = StartingBroker()
+    dispatcher = RequestDispatcher(broker)
+
+    async def scenario():
+        lookup = asyncio.ensure_future(latest_offset(dispatcher))
+        await asyncio.sleep(0)
+        produced = asyncio.ensure_future(answer(dispatcher, produce_frame(b"after")))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not lookup.done() and not produced.done()
+        channel = broker.channels[TP] = RecordingChannel()
+        broker.starting.update(set())
+        return await lookup, await produced, channel
+
+    lookup, produced, channel = asyncio.run(scenario())
+    assert channel.calls == ["list_offset", "append"]
+    assert (lookup["error_code"], lookup["offset"]) == (ErrorCode.NONE, 0)
+    assert (produced["error_code"], produced["base_offset"]) == (ErrorCode.NONE, 0)
