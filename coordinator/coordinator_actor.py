@@ -32,6 +32,7 @@ import asyncio
 import logging
 import os
 import time
+from functools import partial
 from typing import Any, Awaitable, Callable
 
 import ray
@@ -71,6 +72,7 @@ state_change = logging.getLogger("rafka.state_change")
 FrontendActor = ray.remote(Frontend)
 SERVE_WAIT_MS = 30000          # how long `start` waits for metadata that lists this broker
 CONTROL_CALL_TIMEOUT_S = 60.0  # a metadata push to another broker's coordinator
+LEADER_AND_ISR_WAIT_S = 10.0   # how long the controller waits for the brokers' LeaderAndIsr to be done
 
 
 class BrokerCoordinator:
@@ -88,7 +90,10 @@ class BrokerCoordinator:
         self._cluster_id = ""
         self._frontend: Any = None
         self._endpoint: Endpoint | None = None
-        self._metadata = ClusterMetadata()
+        self._metadata = ClusterMetadata()   # the front end's (the last published)
+        self._newest = self._metadata         # the newest heard, published next
+        self._publishing = asyncio.Lock()
+        self._settled = ClusterMetadata()   # the last metadata the brokers have acted on (replicas started)
         self._metadata_changed = asyncio.Event()
         self._publications = 0   # front-end metadata updates so far
         self._published_starting: set[TopicPartition] = set()   # led here, replica not started: produce waits
@@ -127,7 +132,7 @@ class BrokerCoordinator:
         self._zk = ZkStore(self._config.zookeeper_connect, self._config.zookeeper_session_timeout_ms)
         await asyncio.to_thread(self._zk.start)
         self._controller = Controller(self._id, self._zk, self._config.unclean_leader_election_enable)
-        self._admin = AdminService(self._config, self._zk, self._await_metadata, self._log)
+        self._admin = AdminService(self._config, self._zk, partial(self._await_metadata, settled=True), self._log)
         self._cluster_id = await asyncio.to_thread(self._zk.ensure_cluster_id)
         for d in self._config.log_dirs:
             check_meta_properties(d, self._id, self._cluster_id)
@@ -406,8 +411,12 @@ class BrokerCoordinator:
         waiting for the replicas to start (Kafka's order, where acting on LeaderAndIsr is
         quick). Starting a replica takes 0.3 s idle and seconds under load; holding the
         metadata back for it kept a new topic out of every broker's Metadata that long, and
-        clients with short timeouts gave up. Each broker's front end holds a produce for a
-        partition it leads whose replica still starts, and is told as each one starts. Each
+        clients with short timeouts gave up. Each broker's front end holds requests for a
+        partition it leads whose replica still starts, and is told as each one starts.
+
+        Once every broker has acted on LeaderAndIsr (or `LEADER_AND_ISR_WAIT_S` has passed),
+        the metadata is "settled" on every broker: CreateTopics and its kin answer then, so
+        that the new replicas exist when the client hears the topic does, as in Kafka. Each
         call is bounded in time."""
         def coordinators() -> list[Any]:
             found = []
@@ -421,9 +430,13 @@ class BrokerCoordinator:
         targets = await asyncio.to_thread(coordinators)
         orders = [asyncio.ensure_future(asyncio.wait_for(t.apply_metadata.remote(metadata, False),
                                                          CONTROL_CALL_TIMEOUT_S)) for t in targets]
-        for order in orders:   # nobody waits for them: failures are the brokers' own to log
+        for order in orders:
             order.add_done_callback(lambda f: f.cancelled() or f.exception())
         await asyncio.gather(*[asyncio.wait_for(t.publish_metadata.remote(metadata), CONTROL_CALL_TIMEOUT_S)
+                               for t in targets], return_exceptions=True)
+        if orders:   # a broker that fails or is late is not waited for again
+            await asyncio.wait(orders, timeout=LEADER_AND_ISR_WAIT_S)
+        await asyncio.gather(*[asyncio.wait_for(t.settle_metadata.remote(metadata), CONTROL_CALL_TIMEOUT_S)
                                for t in targets], return_exceptions=True)
 
     # -- every broker ----------------------------------------------------------------
@@ -441,7 +454,7 @@ class BrokerCoordinator:
         if publish:
             await self._publish(metadata)
         elif self._publications != publications or self._published_starting != self._starting(self._metadata):
-            await self._publish(self._metadata)
+            await self._publish()
         else:   # the front end serves its new leaderships at once, before any metadata shows them
             await self._frontend.update_leaders.remote(
                 {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()})
@@ -457,7 +470,7 @@ class BrokerCoordinator:
     async def _publish_started(self) -> None:
         try:
             while not self._stopping and self._published_starting & set(self._reconciler.leaders()):
-                await self._publish(self._metadata)
+                await self._publish()
         except Exception as e:  # noqa: BLE001 - the front end is gone (stopping); the next publish retries
             self._log.warning("could not publish newly started leaders: %r", e)
         finally:
@@ -469,7 +482,7 @@ class BrokerCoordinator:
         moves to a live ISR member and the replica leaves the ISR meanwhile."""
         if not self._stopping:
             self._report_offline()
-            await self._publish(self._metadata)
+            await self._publish()
 
     def _report_offline(self, metadata: ClusterMetadata | None = None) -> None:
         """Hand the reconciler's offline replicas to the report (written only if they changed),
@@ -514,23 +527,43 @@ class BrokerCoordinator:
         await self._publish(metadata)
         return ErrorCode.NONE
 
+    async def settle_metadata(self, metadata: ClusterMetadata) -> ErrorCode:
+        """The brokers have acted on `metadata`'s LeaderAndIsr: admin requests waiting for it
+        (new topics' replicas, deleted topics' removal) can answer."""
+        if metadata.controller_epoch < self._reconciler.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        self._settled = metadata
+        self._notify_metadata_changed()
+        return ErrorCode.NONE
+
+    def _notify_metadata_changed(self) -> None:
+        self._metadata_changed.set()
+        self._metadata_changed = asyncio.Event()
+
     def _starting(self, metadata: ClusterMetadata) -> set[TopicPartition]:
         """Partitions `metadata` says this broker leads whose replica neither runs nor failed."""
         return ({TopicPartition(name, info.partition) for name, info in _partitions(metadata) if info.leader == self._id}
                 - set(self._reconciler.leaders()) - {o.tp for o in self._reconciler.offline()})
 
-    async def _publish(self, metadata: ClusterMetadata) -> None:
-        offline = {o.tp for o in self._reconciler.offline()}
-        leaders = {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()}
-        followers = {tp: (r.actor, r.socket) for tp, r in self._reconciler.followers().items()}
-        starting = self._starting(metadata)
-        await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline),
-                                                    leaders, followers, frozenset(starting))
-        self._metadata = metadata
-        self._published_starting = starting
+    async def _publish(self, metadata: ClusterMetadata | None = None) -> None:
+        """Hand the front end `metadata` (None: the newest this broker has) with its local
+        leaders, followers and starting leaders. Publications run one at a time, each with
+        the newest metadata at its turn, so neither the front end nor `_metadata` ever goes
+        back to an older one (a republish begun before the controller's next push)."""
+        if metadata is not None:
+            self._newest = metadata
+        async with self._publishing:
+            metadata = self._newest
+            offline = {o.tp for o in self._reconciler.offline()}
+            leaders = {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()}
+            followers = {tp: (r.actor, r.socket) for tp, r in self._reconciler.followers().items()}
+            starting = self._starting(metadata)
+            await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline),
+                                                        leaders, followers, frozenset(starting))
+            self._metadata = metadata
+            self._published_starting = starting
         self._publications += 1
-        self._metadata_changed.set()
-        self._metadata_changed = asyncio.Event()
+        self._notify_metadata_changed()
         self._schedule_retry()
         self._watch_for_deaths()
 
@@ -543,18 +576,24 @@ class BrokerCoordinator:
 
     def _retry_now(self) -> None:
         self._retry = None
-        asyncio.ensure_future(self.apply_metadata(self._metadata))
+        asyncio.ensure_future(self.apply_metadata(self._newest))
 
-    async def _await_metadata(self, condition: Callable[[ClusterMetadata], bool], timeout_ms: int) -> bool:
+    async def _await_metadata(self, condition: Callable[[ClusterMetadata], bool], timeout_ms: int, *,
+                              settled: bool = False) -> bool:
+        """Whether the published metadata (with `settled`: the settled metadata) meets
+        `condition` within `timeout_ms`."""
+        def current() -> ClusterMetadata:
+            return self._settled if settled else self._metadata
+
         deadline = time.monotonic() + timeout_ms / 1000
-        while not condition(self._metadata):
+        while not condition(current()):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
             try:
                 await asyncio.wait_for(self._metadata_changed.wait(), remaining)
             except asyncio.TimeoutError:
-                return condition(self._metadata)
+                return condition(current())
         return True
 
     # -- ElectLeaders -----------------------------------------------------------------

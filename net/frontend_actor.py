@@ -23,6 +23,7 @@ from rafka.net.replica_fetcher import ReplicaFetcherManager
 from rafka.partition_worker.segment_reader import next_offset_after, read_region
 from rafka.net.handlers import RequestDispatcher
 from rafka.common.metadata import ClusterMetadata
+from rafka.net.routing import STARTING_WAIT_MS
 from rafka.net.server import KafkaServer
 from rafka.net.starting_leaders import StartingLeaders
 from rafka.net.socket_settings import SocketServerSettings
@@ -97,8 +98,8 @@ class Frontend:
     def update_leaders(self, leaders: dict[TopicPartition, tuple[Any, str]]) -> None:
         """LeaderAndIsr's part: the local leaders change now, the metadata later (UpdateMetadata)."""
         self._channels = self._reuse_channels(self._channels, leaders)
-        self.groups.set_led_partitions({tp.partition for tp in self._channels if tp.topic == OFFSETS_TOPIC})
         self.starting.changed()
+        self._lead_offsets_partitions()
 
     def update_metadata(self, metadata: ClusterMetadata, leaders: dict[TopicPartition, tuple[Any, str]],
                         followers: dict[TopicPartition, tuple[Any, str]] | None = None,
@@ -110,8 +111,16 @@ class Frontend:
         self._follower_channels = self._reuse_channels(self._follower_channels, followers or {})
         self.metadata = metadata
         self.starting.update(starting)
-        self.groups.set_led_partitions({tp.partition for tp in self._channels if tp.topic == OFFSETS_TOPIC})
+        self._lead_offsets_partitions()
         self._fetchers.update(metadata, self._follower_channels)
+
+    def _lead_offsets_partitions(self) -> None:
+        """The group coordinator owns the `__consumer_offsets` partitions led here, those whose
+        replica still starts included: their groups answer COORDINATOR_LOAD_IN_PROGRESS
+        (clients retry it in place) until loaded, not NOT_COORDINATOR, which FindCoordinator,
+        naming this broker, would contradict."""
+        self.groups.set_led_partitions({tp.partition for tp in (*self._channels, *self.starting)
+                                        if tp.topic == OFFSETS_TOPIC})
 
     @staticmethod
     def _reuse_channels(current: dict[TopicPartition, ReplicaChannel],
@@ -221,8 +230,13 @@ class Frontend:
             self._log.warning("could not create %s: %s %s", OFFSETS_TOPIC, results[0].error.name, results[0].message)
 
     # -- OffsetsStorage: __consumer_offsets through the local leader replicas ---------------
+    async def _offsets_channel(self, partition: int) -> ReplicaChannel | None:
+        """The local leader of an offsets partition, waiting (bounded) for one that still starts."""
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        return self._channels.get(tp) or await self.starting.wait(tp, self._channels.get, STARTING_WAIT_MS / 1000)
+
     async def append(self, partition: int, batch: bytes) -> ErrorCode:
-        channel = self._channels.get(TopicPartition(OFFSETS_TOPIC, partition))
+        channel = await self._offsets_channel(partition)
         if channel is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         # Kafka writes group metadata and commits with acks=all, bounded by offsets.commit.timeout.ms.
@@ -233,7 +247,7 @@ class Frontend:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     async def read(self, partition: int) -> AsyncIterator[bytes]:
-        channel = self._channels.get(TopicPartition(OFFSETS_TOPIC, partition))
+        channel = await self._offsets_channel(partition)
         if channel is None:
             raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} is not led here")
         offset = 0

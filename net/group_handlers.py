@@ -15,11 +15,13 @@ from typing import Protocol
 
 from rafka.common.errors import ErrorCode
 from rafka.common.metadata import ClusterMetadata
+from rafka.common.types import TopicPartition
 from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
 from rafka.coordinator.group.group_messages import (
     CommittedOffset, HeartbeatRequest, JoinRequest, LeaveRequest, SyncRequest,
 )
 from rafka.net.protocol import apis
+from rafka.net.starting_leaders import StartingLeaders
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +49,7 @@ class GroupServices(Protocol):
     broker_id: int
     metadata: ClusterMetadata
     groups: GroupCoordinator
+    starting: StartingLeaders   # local leaders whose replica still starts
 
     async def ensure_offsets_topic(self) -> None:
         """Create `__consumer_offsets` if it does not exist yet (first use, as Kafka)."""
@@ -89,9 +92,15 @@ class GroupApis:
         info = services.metadata.topics.get(OFFSETS_TOPIC)
         if info is None:
             return missing
-        partition = info.partitions.get(services.groups.partition_for(key))
+        index = services.groups.partition_for(key)
+        partition = info.partitions.get(index)
         broker = services.metadata.brokers.get(partition.leader) if partition is not None else None
         if broker is None:
+            return missing
+        if broker.broker_id == services.broker_id and TopicPartition(OFFSETS_TOPIC, index) in services.starting:
+            # Led here, its replica still starting (a restart, a new offsets topic): clients ask
+            # again, as they would while the partition had no leader, instead of sending commits
+            # that librdkafka does not retry while the group loads.
             return missing
         return ErrorCode.NONE, broker.broker_id, broker.host, broker.port
 

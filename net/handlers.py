@@ -240,10 +240,11 @@ class RequestDispatcher:
 
     async def _append_once_started(self, tp: TopicPartition, records: Any, acks: int,
                                    timeout_ms: int) -> ProduceResult:
-        """Append once the local leader replica of `tp`, still starting, runs; within the
-        request's timeout, else NOT_LEADER_OR_FOLLOWER (the client retries)."""
+        """Append once the local leader replica of `tp`, still starting, runs; else, after half
+        the request's timeout, NOT_LEADER_OR_FOLLOWER: that answer reaches the client before
+        its own timeout (the same figure) gives up on the request, and it retries."""
         err, channel = await once_started(self._services, tp.topic, tp.partition,
-                                          asyncio.get_running_loop().time() + max(timeout_ms, 0) / 1000)
+                                          asyncio.get_running_loop().time() + max(timeout_ms, 0) / 2000)
         if channel is None:
             return ProduceResult(err)
         return await channel.append(records, acks, timeout_ms)
@@ -396,7 +397,7 @@ class RequestDispatcher:
         """
         timeout_ms = body["timeout_ms"]
         topics_out, calls = [], []
-        deadline = asyncio.get_running_loop().time() + max(timeout_ms, 0) / 1000
+        deadline = asyncio.get_running_loop().time() + max(timeout_ms, 0) / 2000   # as for Produce
         for topic in body["topics"]:
             entries = []
             for p in topic["partitions"]:

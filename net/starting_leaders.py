@@ -11,7 +11,7 @@ Runs on the front end's event loop; not thread-safe.
 from __future__ import annotations
 
 import asyncio
-from typing import Callable, Iterable, TypeVar
+from typing import Callable, Iterable, Iterator, TypeVar
 
 from rafka.common.types import TopicPartition
 
@@ -27,6 +27,9 @@ class StartingLeaders:
 
     def __contains__(self, tp: object) -> bool:
         return tp in self._starting
+
+    def __iter__(self) -> Iterator[TopicPartition]:
+        return iter(self._starting)
 
     def update(self, starting: Iterable[TopicPartition]) -> None:
         """The coordinator's new set (with new metadata); wakes every waiter to look again."""

@@ -70,7 +70,9 @@ SUITES = {
     "confluent-kafka": Suite("confluent-kafka", {**COMMON_PROPERTIES, "num.partitions": "4"},
                              ("tests/integration/admin", "tests/integration/consumer", "tests/integration/producer",
                               "tests/integration/integration_test.py", "tests/integration/serialization",
-                              "--timeout", "300")),
+                              "--timeout", "300"),
+                             ("tests/integration/producer/test_transactions.py",
+                              "tests/integration/admin/test_user_scram_credentials.py")),
 }
 
 
