@@ -131,6 +131,15 @@ def test_reordered_records_fail_the_run(cluster: FakeCluster) -> None:
         _kafka.run_workload("fake", "x:1", 100, 1000, timeout_s=10, idle_timeout_s=1)
 
 
+def test_a_record_of_the_wrong_size_fails_the_run(cluster: FakeCluster) -> None:
+    def shorten(log: dict[int, list[bytes]]) -> None:
+        log[0][1] = log[0][1][:50]
+
+    cluster.tamper = shorten
+    with pytest.raises(PhaseError, match="partition 0 offset 1: a value of 50 bytes, not 100"):
+        _kafka.run_workload("fake", "x:1", 100, 1000, timeout_s=10, idle_timeout_s=1)
+
+
 def test_end_to_end_latency_times_every_paced_record(cluster: FakeCluster) -> None:
     result = _kafka.end_to_end_latency("fake", "x:1", rate_per_s=2000, seconds=0.2, pair=2, timeout_s=10)
     assert (result.broker, result.pair, result.records) == ("fake", 2, 400)
