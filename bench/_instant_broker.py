@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from rafka.net.protocol import codec
 from rafka.net.protocol.apis import APIS
+from _verify import HEAD, stamp
 from rafka.partition_worker.record_batch import Record, encode_batch
 
 API_VERSIONS, METADATA, FIND_COORDINATOR, FETCH, PRODUCE = 18, 3, 10, 1, 0
@@ -64,15 +65,22 @@ class PartitionData:
         return memoryview(self.blob)[self.positions[first]:self.positions[last]]
 
 
-def build_partition(records: int, record_size: int) -> PartitionData:
-    """`records` records of `record_size` random bytes, in batches of about BATCH_BYTES."""
+def build_partition(records: int, record_size: int, first: int = 0, step: int = 1) -> PartitionData:
+    """`records` records of `record_size` bytes, in batches of about BATCH_BYTES. Values of 8 bytes
+    or more start with a sequence number, as the benchmark's producer stamps them (bench/_verify.py):
+    `first`, then every `step`-th (partition p of P holds p, p + P, ...); the rest is random."""
     per_batch = max(1, BATCH_BYTES // (record_size + 10))
-    value = os.urandom(record_size)
+    tail = os.urandom(max(0, record_size - HEAD.size))
+    short = os.urandom(record_size)
+
+    def value(offset: int) -> bytes:
+        return stamp(first + offset * step, tail) if record_size >= HEAD.size else short
+
     now = int(time.time() * 1000)
     batches, bases, offset = [], [], 0
     while offset < records:
         count = min(per_batch, records - offset)
-        batches.append(encode_batch([Record(offset + i, now, None, value) for i in range(count)], offset))
+        batches.append(encode_batch([Record(offset + i, now, None, value(offset + i)) for i in range(count)], offset))
         bases.append(offset)
         offset += count
     positions = [0]
@@ -98,7 +106,7 @@ class InstantBroker:
         self.topic = topic
         self.topic_id = uuid.uuid4()
         share, extra = divmod(records, partitions)
-        self.data = [build_partition(share + (p < extra), record_size) for p in range(partitions)]
+        self.data = [build_partition(share + (p < extra), record_size, p, partitions) for p in range(partitions)]
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port = self._listener.getsockname()[1]
         self._stopping = threading.Event()

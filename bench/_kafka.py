@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
+import threading
 import time
 
+import numpy as np
 from _instant_broker import instant_broker
-from _results import ConsumeCeilingResult, EnqueueResult, WorkloadResult
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from _latency import pause_s, percentile, records_due
+from _results import ConsumeCeilingResult, EnqueueResult, LatencyResult, WorkloadResult
+from _verify import HEAD, SequenceCheck, heads
+from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 PARTITIONS = 6
@@ -40,6 +45,10 @@ CONSUMER_CONFIG = {
     "fetch.queue.backoff.ms": 20,
 }
 CONSUME_BATCH = 10_000
+# End-to-end latency: each record leaves at once (linger.ms=0), acks=1.
+LATENCY_PRODUCER_CONFIG = {**PRODUCER_CONFIG, "linger.ms": 0}
+# After the sequence number, a latency record's value holds its produce() time (perf_counter).
+SENT_AT = struct.Struct(">d")
 # Records a producer sends and has acknowledged before it is timed (see `produce`).
 WARM_UP_RECORDS = 1
 
@@ -112,6 +121,9 @@ def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_
     first record is acknowledged 0.50 s after the producer is made, by Tansu and rafka alike,
     which on 500,000 records of 100 B was most of the idempotent run. Every producer (both
     variants, both brokers) is warmed the same way; the topic holds `records` in all.
+
+    Each value starts with the record's sequence number, 0 to `records` - 1 in produce() order
+    (bench/_verify.py), so the consumer can check that it read each record once, in order.
     """
     errors: list[str] = []
 
@@ -121,14 +133,14 @@ def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_
 
     config = IDEMPOTENT_PRODUCER_CONFIG if idempotent else PRODUCER_CONFIG
     producer = Producer({"bootstrap.servers": bootstrap, **config, "on_delivery": on_delivery})
-    payload = os.urandom(record_size)
+    tail = os.urandom(record_size - HEAD.size)
     warm_up = min(WARM_UP_RECORDS, records)
-    _send_all(producer, topic, payload, warm_up)
+    _send_all(producer, topic, tail, 0, warm_up)
     if producer.flush(timeout_s):
         raise PhaseError(f"produce to {topic}: the warm-up record was not acknowledged after {timeout_s:.0f} s")
     timed = records - warm_up
     started = time.perf_counter()
-    _send_all(producer, topic, payload, timed)
+    _send_all(producer, topic, tail, warm_up, timed)
     remaining = producer.flush(timeout_s)
     elapsed = time.perf_counter() - started
     if remaining:
@@ -138,28 +150,34 @@ def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_
     return timed, elapsed
 
 
-def _send_all(producer: Producer, topic: str, payload: bytes, records: int) -> None:
-    """Call `produce()` `records` times, serving callbacks when the local queue is full."""
-    send = producer.produce
-    for _ in range(records):
+def _send_all(producer: Producer, topic: str, tail: bytes, first: int, records: int) -> None:
+    """Call `produce()` `records` times with values numbered from `first` (then `tail`), serving
+    callbacks when the local queue is full."""
+    send, pack = producer.produce, HEAD.pack
+    for sequence in range(first, first + records):
+        value = pack(sequence) + tail
         try:
-            send(topic, payload)
+            send(topic, value)
         except BufferError:
             producer.poll(0.05)
-            send(topic, payload)
+            send(topic, value)
     producer.poll(0)
 
 
-def consume(bootstrap: str, topic: str, expected: int, idle_timeout_s: float,
-            config: dict | None = None) -> tuple[int, float, float]:
+def consume(bootstrap: str, topic: str, expected: int, record_size: int, idle_timeout_s: float,
+            config: dict | None = None) -> tuple[int, float, float, list[str]]:
     """Read all partitions of `topic` from offset 0 until `expected` records arrived, with the
-    benchmark's consumer settings or `config`.
+    benchmark's consumer settings or `config`, checking each record's sequence number.
 
     Returns (records consumed, seconds from assign to the last record, CPU seconds this
-    process spent meanwhile). Stops early when nothing arrives for `idle_timeout_s`; the
-    caller compares the count. The CPU figure shows whether the client was the limit.
+    process spent meanwhile, problems found in what was read: duplicates, gaps, records out of
+    their partition's order; empty when none). Stops early when nothing arrives for
+    `idle_timeout_s`; the caller compares the count. The CPU figure shows whether the client was
+    the limit.
     """
     consumer = Consumer({"bootstrap.servers": bootstrap, **(config or CONSUMER_CONFIG)})
+    check = SequenceCheck(expected)
+    value_of, partition_of = Message.value, Message.partition
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         count = 0
@@ -172,26 +190,42 @@ def consume(bootstrap: str, topic: str, expected: int, idle_timeout_s: float,
                 if now - last > idle_timeout_s:
                     break
                 continue
-            for msg in batch:
-                if msg.error() is not None:
-                    raise KafkaException(msg.error())
-            count += len(batch)
+            n = len(batch)
+            try:
+                numbers = heads(b"".join(map(value_of, batch)), n, record_size)
+            except (TypeError, ValueError):  # an error event, or a record of the wrong size
+                raise_odd_message(batch, record_size)
+            check.add_batch(numbers, np.fromiter(map(partition_of, batch), np.int32, n))
+            count += n
             last = now
-        return count, last - started, time.process_time() - cpu_started
+        return count, last - started, time.process_time() - cpu_started, check.finish()
     finally:
         consumer.close()
 
 
+def raise_odd_message(batch: list[Message], record_size: int) -> None:
+    """Raise for the first message of `batch` that is an error or not a `record_size`-byte record."""
+    for msg in batch:
+        if msg.error() is not None:
+            raise KafkaException(msg.error())
+        if msg.value() is None or len(msg.value()) != record_size:
+            size = None if msg.value() is None else len(msg.value())
+            raise PhaseError(f"partition {msg.partition()} offset {msg.offset()}: a value of {size} bytes,"
+                             f" not {record_size}")
+    raise PhaseError("a consumed batch could not be read, though each message looks right")
+
+
 def consume_ceiling(record_size: int, records: int, idle_timeout_s: float = 20.0) -> ConsumeCeilingResult:
-    """The consumer's own ceiling: the same consume, with the benchmark's settings and with the
-    client's defaults, from a stand-in broker that answers every fetch at once from memory."""
+    """The consumer's own ceiling: the same consume (checks included), with the benchmark's
+    settings and with the client's defaults, from a stand-in broker that answers every fetch at
+    once from memory."""
     topic = "bench-ceiling"
     with instant_broker(topic, PARTITIONS, records, record_size) as bootstrap:
-        consumed, seconds, cpu_s = consume(bootstrap, topic, records, idle_timeout_s)
-        consumed_defaults, seconds_defaults, _ = consume(bootstrap, topic, records, idle_timeout_s,
-                                                         DEFAULT_CONSUMER_CONFIG)
-    _check_count("instant broker", record_size, consumed, records, idle_timeout_s)
-    _check_count("instant broker", record_size, consumed_defaults, records, idle_timeout_s)
+        consumed, seconds, cpu_s, problems = consume(bootstrap, topic, records, record_size, idle_timeout_s)
+        _check_read("instant broker", record_size, consumed, records, idle_timeout_s, problems)
+        consumed_defaults, seconds_defaults, _, problems = consume(bootstrap, topic, records, record_size,
+                                                                   idle_timeout_s, DEFAULT_CONSUMER_CONFIG)
+        _check_read("instant broker", record_size, consumed_defaults, records, idle_timeout_s, problems)
     return ConsumeCeilingResult(record_size, consumed, seconds, cpu_s, consumed_defaults, seconds_defaults)
 
 
@@ -217,28 +251,143 @@ def warm_group_coordinator(bootstrap: str, topic: str, timeout_s: float = 60.0) 
         consumer.close()
 
 
-def run_workload(broker: str, bootstrap: str, record_size: int, records: int,
-                 timeout_s: float, idle_timeout_s: float = 20.0, idempotent: bool = False) -> WorkloadResult:
-    """Create a fresh topic, produce `records`, consume them back and check the count."""
+def run_workload(broker: str, bootstrap: str, record_size: int, records: int, timeout_s: float,
+                 idle_timeout_s: float = 20.0, idempotent: bool = False, pair: int = 0) -> WorkloadResult:
+    """Create a fresh topic, produce `records`, consume them back (twice: the benchmark's
+    settings, then librdkafka's defaults) and check that each read returned every record once,
+    in order."""
     topic = f"bench-{record_size}-{int(time.time() * 1000)}"
     create_topic(bootstrap, topic)
     try:
         timed, produce_s = produce(bootstrap, topic, records, record_size, timeout_s, idempotent)
-        consumed, consume_s, consume_cpu_s = consume(bootstrap, topic, records, idle_timeout_s)
-        _check_count(broker, record_size, consumed, records, idle_timeout_s)
-        consumed_defaults, consume_defaults_s, _ = consume(bootstrap, topic, records, idle_timeout_s,
-                                                           DEFAULT_CONSUMER_CONFIG)
-        _check_count(broker, record_size, consumed_defaults, records, idle_timeout_s)
+        consumed, consume_s, consume_cpu_s, problems = consume(bootstrap, topic, records, record_size,
+                                                               idle_timeout_s)
+        _check_read(broker, record_size, consumed, records, idle_timeout_s, problems)
+        consumed_defaults, consume_defaults_s, _, problems = consume(bootstrap, topic, records, record_size,
+                                                                     idle_timeout_s, DEFAULT_CONSUMER_CONFIG)
+        _check_read(broker, record_size, consumed_defaults, records, idle_timeout_s, problems, "librdkafka defaults")
     finally:
         delete_topic(bootstrap, topic)
     return WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed, consume_cpu_s,
-                          consume_defaults_s, produce_untimed=records - timed)
+                          consume_defaults_s, produce_untimed=records - timed, pair=pair)
 
 
-def _check_count(broker: str, record_size: int, consumed: int, records: int, idle_timeout_s: float) -> None:
+def _check_read(broker: str, record_size: int, consumed: int, records: int, idle_timeout_s: float,
+                problems: list[str], how: str = "") -> None:
+    """Raise when a consume read a wrong count or found its records wrong (duplicates, gaps, order)."""
+    what = f"{broker} {record_size} B" + (f" ({how})" if how else "")
+    if problems:
+        raise PhaseError(f"{what}: records read back wrong: " + "; ".join(problems))
     if consumed != records:
-        raise PhaseError(f"{broker} {record_size} B: consumed {consumed} of {records} produced records"
+        raise PhaseError(f"{what}: consumed {consumed} of {records} produced records"
                          f" (nothing new for {idle_timeout_s:.0f} s)")
+
+
+def end_to_end_latency(broker: str, bootstrap: str, rate_per_s: float, seconds: float, record_size: int = 100,
+                       pair: int = 0, timeout_s: float = 60.0) -> LatencyResult:
+    """Send `rate_per_s` records/s for `seconds` (acks=1, linger.ms=0) to a fresh topic while a
+    consumer on another thread reads it from the start; each record is timed from its produce()
+    call (its value carries the time) until the consumer has it. Its reads are checked as the
+    workload's are (every record once, in order).
+
+    A first record is sent, and read back, before the clock starts, so connections, metadata and
+    the consumer's first fetches are up; the paced records follow it, as bench/replication.py
+    paces its producer.
+    """
+    topic = f"bench-latency-{int(time.time() * 1000)}"
+    records = max(1, int(rate_per_s * seconds))
+    create_topic(bootstrap, topic)
+    try:
+        reader = _LatencyReader(bootstrap, topic, records + 1, record_size)
+        reader.start()
+        try:
+            producer = Producer({"bootstrap.servers": bootstrap, **LATENCY_PRODUCER_CONFIG})
+            tail = os.urandom(record_size - HEAD.size - SENT_AT.size)
+            clock, send, poll, pack_at = time.perf_counter, producer.produce, producer.poll, SENT_AT.pack
+            send(topic, HEAD.pack(0) + pack_at(clock()) + tail)
+            producer.flush(timeout_s)
+            reader.wait_for(1, timeout_s)
+            started = clock()
+            sent = 0
+            while sent < records:
+                elapsed = clock() - started
+                if sent >= records_due(elapsed, rate_per_s, records):
+                    poll(pause_s(elapsed, sent, rate_per_s))
+                    continue
+                send(topic, HEAD.pack(sent + 1) + pack_at(clock()) + tail)
+                sent += 1
+                poll(0)
+            sent_rps = records / (clock() - started)
+            if producer.flush(timeout_s):
+                raise PhaseError(f"{broker} latency: records unacknowledged after {timeout_s:.0f} s")
+            reader.wait_for(records + 1, timeout_s)
+        finally:
+            latencies, problems = reader.stop()
+    finally:
+        delete_topic(bootstrap, topic)
+    if problems:
+        raise PhaseError(f"{broker} latency: records read back wrong: " + "; ".join(problems))
+    latencies.sort()
+    return LatencyResult(broker, pair, records, rate_per_s, sent_rps,
+                         *(1000 * percentile(latencies, q) for q in (0.5, 0.99, 0.999, 1.0)))
+
+
+class _LatencyReader:
+    """A consumer on its own thread reading a topic from offset 0, noting for each record (but the
+    first) the seconds since its produce() call, and checking the sequence numbers."""
+
+    def __init__(self, bootstrap: str, topic: str, expected: int, record_size: int) -> None:
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
+        self._consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        self._check = SequenceCheck(expected)
+        self._record_size = record_size
+        self._latencies: list[float] = []
+        self._read = 0
+        self._error: BaseException | None = None
+        self._progress = threading.Condition()
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"bench-latency-{topic}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        clock, unpack_at = time.perf_counter, SENT_AT.unpack_from
+        try:
+            while not self._stopping.is_set():
+                batch = self._consumer.consume(1000, 0.05)
+                now = clock()
+                if not batch:
+                    continue
+                for msg in batch:
+                    if msg.error() is not None:
+                        raise KafkaException(msg.error())
+                numbers = heads(b"".join(msg.value() for msg in batch), len(batch), self._record_size)
+                self._check.add_batch(numbers, np.fromiter((m.partition() for m in batch), np.int32, len(batch)))
+                self._latencies.extend(now - unpack_at(msg.value(), HEAD.size)[0]
+                                       for msg, number in zip(batch, numbers.tolist()) if number)
+                with self._progress:
+                    self._read += len(batch)
+                    self._progress.notify_all()
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            with self._progress:
+                self._error = e
+                self._progress.notify_all()
+
+    def wait_for(self, records: int, timeout_s: float) -> None:
+        """Block until `records` records were read; raise if the reader failed or took too long."""
+        with self._progress:
+            if not self._progress.wait_for(lambda: self._read >= records or self._error is not None, timeout_s):
+                raise PhaseError(f"the latency consumer read {self._read} of {records} records in {timeout_s:.0f} s")
+            if self._error is not None:
+                raise PhaseError(f"the latency consumer failed: {self._error}") from self._error
+
+    def stop(self) -> tuple[list[float], list[str]]:
+        """Stop reading; the latencies (s) and the problems found in what was read."""
+        self._stopping.set()
+        self._thread.join(30)
+        self._consumer.close()
+        return self._latencies, self._check.finish()
 
 
 def unused_port() -> int:
@@ -262,11 +411,11 @@ def enqueue_ceiling(record_size: int, records: int) -> EnqueueResult:
         "log_level": 0,
         "logger": lambda *_: None,
     })
-    payload = os.urandom(record_size)
-    send = producer.produce
+    tail = os.urandom(record_size - HEAD.size)
+    send, pack = producer.produce, HEAD.pack
     started = time.perf_counter()
-    for _ in range(records):
-        send("bench-ceiling", payload)
+    for sequence in range(records):  # numbered values, as the workload's producer sends them
+        send("bench-ceiling", pack(sequence) + tail)
     elapsed = time.perf_counter() - started
     producer.purge()
     producer.flush(0)

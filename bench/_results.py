@@ -6,7 +6,6 @@ Each measurement is a small frozen dataclass; `Row` is one line of the final tab
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -27,6 +26,9 @@ class WorkloadResult:
     consume_client_cpu_s: float = 0.0  # CPU of the consuming process (librdkafka + Python loop)
     consume_defaults_s: float = 0.0  # the same consume again, with librdkafka's default settings
     produce_untimed: int = 0  # of `records`, those produced and acknowledged before the clock started
+    pair: int = 0  # which interleaved pair of runs this one belongs to (bench/_pairs.py)
+    # Cores the other broker's processes used meanwhile (idle, but not free: it skews this run).
+    background_cores: float | None = None
 
     @property
     def consume_client_core_share(self) -> float:
@@ -55,36 +57,19 @@ class WorkloadResult:
 
 
 @dataclass(frozen=True)
-class WorkloadSummary:
-    """The best of several runs of one workload: the highest rate of each kind, across runs.
-
-    Best-of-N filters out interference from other work on the machine, which only ever
-    lowers a rate.
-    """
+class LatencyResult:
+    """End to end: records sent at `rate` records/s, each timed from its produce() call until
+    the consumer, polling all along, read it; percentiles in ms."""
 
     broker: str
-    record_size: int
-    runs: tuple[WorkloadResult, ...]
-
-    @property
-    def produce_rps(self) -> float:
-        return max(r.produce_rps for r in self.runs)
-
-    @property
-    def produce_mbps(self) -> float:
-        return max(r.produce_mbps for r in self.runs)
-
-    @property
-    def consume_rps(self) -> float:
-        return max(r.consume_rps for r in self.runs)
-
-    @property
-    def consume_mbps(self) -> float:
-        return max(r.consume_mbps for r in self.runs)
-
-    @property
-    def consume_defaults_rps(self) -> float:
-        return max(r.consume_defaults_rps for r in self.runs)
+    pair: int
+    records: int
+    rate: float
+    sent_rps: float  # the rate produce() was actually called at
+    p50_ms: float
+    p99_ms: float
+    p999_ms: float
+    max_ms: float
 
 
 @dataclass(frozen=True)
@@ -176,29 +161,22 @@ class Results:
     disk: RateResult | None = None
     memory: MemoryResult | None = None
     startup: StartupResult | None = None
+    latency: list[LatencyResult] = field(default_factory=list)  # every end-to-end latency run
     failures: dict[str, str] = field(default_factory=dict)
     load_average: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # "start"/"end"
-
-    def summary(self, broker: str, record_size: int) -> WorkloadSummary | None:
-        """Best-of-runs rates of one broker and record size, or None if no run succeeded."""
-        runs = tuple(self.runs(broker, record_size))
-        return WorkloadSummary(broker, record_size, runs) if runs else None
+    settings: dict[str, Any] = field(default_factory=dict)  # what ran: pairs, records, versions
 
     def runs(self, broker: str, record_size: int) -> list[WorkloadResult]:
         """Every run of one broker and record size, in the order they ran."""
         return [w for w in self.workloads if w.broker == broker and w.record_size == record_size]
 
-    def paired_produce_ratio(self, broker: str, other: str, record_size: int) -> float | None:
-        """Median over runs of `broker`'s produce rate divided by `other`'s in the same run.
+    def by_pair(self, broker: str, record_size: int, attribute: str) -> dict[int, float]:
+        """`attribute` (e.g. consume_rps) of each run of one broker and record size, by pair number."""
+        return {w.pair: getattr(w, attribute) for w in self.runs(broker, record_size)}
 
-        The workload runs the two variants back to back in each run, so each pair saw about
-        the same machine load; the median of the paired ratios is steadier on a noisy machine
-        than the ratio of the two best runs, which may come from different moments.
-        """
-        pairs = list(zip(self.runs(broker, record_size), self.runs(other, record_size)))
-        if not pairs:
-            return None
-        return statistics.median(a.produce_rps / b.produce_rps for a, b in pairs)
+    def latency_by_pair(self, broker: str, attribute: str) -> dict[int, float]:
+        """`attribute` (e.g. p99_ms) of each end-to-end latency run of one broker, by pair number."""
+        return {r.pair: getattr(r, attribute) for r in self.latency if r.broker == broker}
 
     def consume_cpu_bound(self, record_size: int, cores: int) -> float | None:
         """The most records/s a consuming client could reach on `cores` cores if the broker cost
@@ -221,7 +199,9 @@ class Results:
                     "consume_rps": w.consume_rps, "consume_mbps": w.consume_mbps,
                     "consume_defaults_rps": w.consume_defaults_rps}
         return {
+            "settings": self.settings,
             "workloads": [workload(w) for w in self.workloads],
+            "latency": [asdict(r) for r in self.latency],
             "enqueue": [{**asdict(e), "rps": e.rps, "mbps": e.mbps} for e in self.enqueue.values()],
             "consume_ceiling": [{**asdict(c), "rps": c.rps, "defaults_rps": c.defaults_rps}
                                 for c in self.consume_ceiling],
@@ -236,16 +216,28 @@ class Results:
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the final table. `target` is (op, value) with op '>=' or '<=' on the ratio."""
+    """One line of the final table. `target` is (op, value) with op '>=' or '<=' on the ratio.
+
+    A row of paired runs also carries each side's [min, max] range and the median of the
+    per-pair ratios (`given_ratio`, with `ratio_given`), which is its ratio; `unjudged`, when
+    set, is shown instead of the verdict (too few runs to judge).
+    """
 
     metric: str
     rafka: float | None
     peer: float | None
     unit: str = ""
     target: tuple[str, float] | None = None
+    rafka_range: tuple[float, float] | None = None
+    peer_range: tuple[float, float] | None = None
+    given_ratio: float | None = None
+    ratio_given: bool = False
+    unjudged: str = ""
 
     @property
     def ratio(self) -> float | None:
+        if self.ratio_given:
+            return self.given_ratio
         if self.rafka is None or self.peer is None or self.peer == 0:
             return None
         return self.rafka / self.peer
@@ -256,6 +248,8 @@ class Row:
             return ""
         if self.ratio is None:
             return "n/a"
+        if self.unjudged:
+            return self.unjudged
         op, value = self.target
         ok = self.ratio >= value if op == ">=" else self.ratio <= value
         return "yes" if ok else "NO"
@@ -263,7 +257,19 @@ class Row:
     def cells(self) -> list[str]:
         target = f"{self.target[0]} {self.target[1]:g}x" if self.target else ""
         ratio = "-" if self.ratio is None else f"{self.ratio:.2f}x"
-        return [self.metric, _fmt(self.rafka, self.unit), _fmt(self.peer, self.unit), ratio, target, self.met]
+        return [self.metric, _with_range(self.rafka, self.rafka_range, self.unit),
+                _with_range(self.peer, self.peer_range, self.unit), ratio, target, self.met]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric": self.metric, "rafka": self.rafka, "rafka_range": self.rafka_range, "peer": self.peer,
+                "peer_range": self.peer_range, "unit": self.unit, "ratio": self.ratio, "target": self.target,
+                "met": self.met}
+
+
+def _with_range(value: float | None, span: tuple[float, float] | None, unit: str) -> str:
+    """`value`, then ` [low-high]` when a range is given."""
+    text = _fmt(value, unit)
+    return f"{text} [{_fmt(span[0], unit)}-{_fmt(span[1], unit)}]" if span and value is not None else text
 
 
 def _fmt(value: float | None, unit: str) -> str:

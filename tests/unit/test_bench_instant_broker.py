@@ -52,3 +52,18 @@ def test_records_decode_with_valid_checksums() -> None:
     _, records = decode_records(data.blob)  # verifies the CRC
     assert [r.offset for r in records] == [0, 1, 2, 3, 4]
     assert all(r.key is None and len(r.value) == 7 for r in records)
+
+
+def test_values_carry_the_sequence_numbers_the_producer_would_stamp() -> None:
+    """Partition 1 of 3 holds records 1, 4, 7, ...: the consume ceiling checks them as a run's."""
+    data = build_partition(records=4, record_size=100, first=1, step=3)
+    _, records = decode_records(data.blob)
+    assert [int.from_bytes(r.value[:8], "big") for r in records] == [1, 4, 7, 10]
+    assert {len(r.value) for r in records} == {100}
+
+
+def test_the_consume_ceiling_reads_and_checks_every_record() -> None:
+    import _kafka
+
+    result = _kafka.consume_ceiling(100, 30_000, idle_timeout_s=10)
+    assert result.consumed == result.consumed_defaults == 30_000

@@ -1,0 +1,213 @@
+"""bench/produce_consume.py without a broker: the workload's produce, checked consume and
+end-to-end latency, and the whole script's pairs and report, against an in-memory stand-in for
+confluent-kafka's Producer and Consumer (real `Message` objects). What a broker returns wrong
+(a duplicate, a lost record, a reordering) fails the run, and the script exits 1."""
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Message
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
+
+import _kafka  # noqa: E402
+import produce_consume  # noqa: E402
+from _kafka import PhaseError  # noqa: E402
+from _results import RateResult  # noqa: E402
+
+Tamper = Callable[[dict[int, list[bytes]]], None]
+
+
+class FakeCluster:
+    """Topics in memory: partition -> values. A producer sends runs of 7 records to a partition
+    (as librdkafka's sticky partitioner does); `tamper` edits the stored log before reads."""
+
+    def __init__(self, tamper: Tamper | None = None) -> None:
+        self.topics: dict[str, dict[int, list[bytes]]] = {}
+        self.tamper = tamper
+        self.lock = threading.Lock()
+        self.created: list[tuple[str, str]] = []  # (bootstrap, topic), in order
+        self.deleted: list[tuple[str, str]] = []
+
+    def producer(self, config: dict) -> "FakeProducer":
+        return FakeProducer(self)
+
+    def consumer(self, config: dict) -> "FakeConsumer":
+        return FakeConsumer(self)
+
+
+class FakeProducer:
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster, self.sent = cluster, 0
+
+    def produce(self, topic: str, value: bytes, **_: object) -> None:
+        with self.cluster.lock:
+            partitions = self.cluster.topics.setdefault(topic, {p: [] for p in range(_kafka.PARTITIONS)})
+            partitions[(self.sent // 7) % _kafka.PARTITIONS].append(value)
+        self.sent += 1
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+    def flush(self, timeout: float | None = None) -> int:
+        return 0
+
+
+class FakeConsumer:
+    def __init__(self, cluster: FakeCluster) -> None:
+        self.cluster, self.positions, self.tampered = cluster, {}, False
+
+    def assign(self, partitions: list) -> None:
+        self.topic = partitions[0].topic
+        self.positions = {tp.partition: tp.offset for tp in partitions}
+
+    def consume(self, count: int, timeout: float) -> list[Message]:
+        with self.cluster.lock:
+            log = self.cluster.topics.get(self.topic, {})
+            if self.cluster.tamper and not self.tampered and sum(map(len, log.values())) > 20:
+                self.cluster.tamper(log)
+                self.tampered = True
+            batch: list[Message] = []
+            for partition, values in sorted(log.items()):  # up to 5 records of each partition in turn
+                start = self.positions[partition]
+                for offset in range(start, min(len(values), start + 5)):
+                    batch.append(Message(topic=self.topic, partition=partition, offset=offset, value=values[offset]))
+                self.positions[partition] = min(len(values), start + 5)
+        if not batch:
+            threading.Event().wait(min(timeout, 0.01))
+        return batch[:count]
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def cluster(monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
+    fake = FakeCluster()
+    monkeypatch.setattr(_kafka, "Producer", fake.producer)
+    monkeypatch.setattr(_kafka, "Consumer", fake.consumer)
+    monkeypatch.setattr(_kafka, "create_topic", lambda bootstrap, name, *a, **k: fake.created.append((bootstrap, name)))
+    monkeypatch.setattr(_kafka, "delete_topic", lambda bootstrap, name, *a, **k: fake.deleted.append((bootstrap, name)))
+    return fake
+
+
+@pytest.mark.parametrize("size", [100, 1024])
+def test_a_faithful_broker_passes_and_every_record_is_counted(cluster: FakeCluster, size: int) -> None:
+    result = _kafka.run_workload("fake", "x:1", size, 1000, timeout_s=10, idle_timeout_s=1, pair=3)
+    assert (result.consumed, result.pair, result.record_size) == (1000, 3, size)
+    values = [v for partition in next(iter(cluster.topics.values())).values() for v in partition]
+    assert sorted(int.from_bytes(v[:8], "big") for v in values) == list(range(1000))
+    assert {len(v) for v in values} == {size}
+
+
+def test_a_duplicated_record_fails_the_run_though_the_count_is_right(cluster: FakeCluster) -> None:
+    def duplicate(log: dict[int, list[bytes]]) -> None:  # the last record lost, an earlier one doubled
+        last = max(log, key=lambda p: len(log[p]))
+        log[last].pop()
+        log[0].insert(3, log[0][2])
+
+    cluster.tamper = duplicate
+    with pytest.raises(PhaseError, match=r"records read back wrong: .*\(duplicate\).*gap: 1 of 1,000"):
+        _kafka.run_workload("fake", "x:1", 100, 1000, timeout_s=10, idle_timeout_s=1)
+
+
+def test_a_lost_record_fails_the_run(cluster: FakeCluster) -> None:
+    cluster.tamper = lambda log: log[1].pop(2)
+    with pytest.raises(PhaseError, match=r"consumed 999 of 1000|gap: 1 of 1,000 records never read"):
+        _kafka.run_workload("fake", "x:1", 100, 1000, timeout_s=10, idle_timeout_s=1)
+
+
+def test_reordered_records_fail_the_run(cluster: FakeCluster) -> None:
+    def swap(log: dict[int, list[bytes]]) -> None:
+        log[2][1], log[2][4] = log[2][4], log[2][1]
+
+    cluster.tamper = swap
+    with pytest.raises(PhaseError, match=r"partition 2: record \d+ read after record \d+ \(out of order\)"):
+        _kafka.run_workload("fake", "x:1", 100, 1000, timeout_s=10, idle_timeout_s=1)
+
+
+def test_a_record_of_the_wrong_size_fails_the_run(cluster: FakeCluster) -> None:
+    def shorten(log: dict[int, list[bytes]]) -> None:
+        log[0][1] = log[0][1][:50]
+
+    cluster.tamper = shorten
+    with pytest.raises(PhaseError, match="partition 0 offset 1: a value of 50 bytes, not 100"):
+        _kafka.run_workload("fake", "x:1", 100, 1000, timeout_s=10, idle_timeout_s=1)
+
+
+def test_end_to_end_latency_times_every_paced_record(cluster: FakeCluster) -> None:
+    result = _kafka.end_to_end_latency("fake", "x:1", rate_per_s=2000, seconds=0.2, pair=2, timeout_s=10)
+    assert (result.broker, result.pair, result.records) == ("fake", 2, 400)
+    assert 0 <= result.p50_ms <= result.p99_ms <= result.p999_ms <= result.max_ms < 1000
+    assert 1000 < result.sent_rps < 3000  # paced at about 2,000 records/s, not as fast as it goes
+
+
+def test_end_to_end_latency_checks_what_it_read(cluster: FakeCluster) -> None:
+    cluster.tamper = lambda log: log[0].insert(1, log[0][0])
+    with pytest.raises(PhaseError, match="duplicate"):
+        _kafka.end_to_end_latency("fake", "x:1", rate_per_s=2000, seconds=0.2, timeout_s=3)
+
+
+# -- the whole script --------------------------------------------------------------------
+
+@pytest.fixture
+def script(cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch) -> FakeCluster:
+    """produce_consume.main with both "brokers" the stand-in, and no machine, ceiling or start-up
+    phases (they need real processes)."""
+    def start(results, stack, data_dir, which):
+        results.settings["tansu_version"] = "tansu 0.0.0 (stand-in)"
+        return {b: produce_consume.Target(b, f"{b}:1", lambda: []) for b in which}
+
+    def machine(results, data_dir):
+        results.loopback = RateResult("loopback TCP", 10**9, 1.0)
+
+    monkeypatch.setattr(produce_consume, "start_brokers", start)
+    monkeypatch.setattr(produce_consume, "machine_phases", machine)
+    monkeypatch.setattr(produce_consume, "ceiling_phases", lambda *a: None)
+    monkeypatch.setattr(produce_consume, "startup_phase", lambda *a: None)
+    return cluster
+
+
+ARGS = ["--pairs", "2", "--records", "500", "--records-1kib", "300", "--idle-topics", "2", "--latency-seconds", "0.05"]
+
+
+def test_the_script_runs_every_workload_in_pairs_and_reports_medians(script: FakeCluster, capsys) -> None:
+    assert produce_consume.main(ARGS + ["--output", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    order = [(w["pair"], w["broker"], w["record_size"]) for w in doc["workloads"]]
+    assert order[:4] == [(1, "rafka", 100), (1, "tansu", 100), (1, "rafka", 1024), (1, "tansu", 1024)]
+    assert [b for _, b, _ in order].count("rafka-idle-topics") == 4  # 2 pairs x 2 sizes
+    assert [(r["pair"], r["broker"]) for r in doc["latency"]] == [(1, "rafka"), (1, "tansu"), (2, "rafka"),
+                                                                   (2, "tansu")]
+    assert doc["settings"]["tansu_version"] == "tansu 0.0.0 (stand-in)"
+    consume = next(r for r in doc["table"] if r["metric"].startswith("consume 100 B rec/s vs tansu"))
+    assert consume["metric"].endswith("median of 2 pairs") and consume["met"] == "n/a (<5 pairs)"
+    assert len(consume["rafka_range"]) == 2
+    assert not doc["failures"]
+    idle = [(b, t) for b, t in script.created if t.startswith(produce_consume.IDLE_TOPICS_PREFIX)]
+    assert sorted(idle) == sorted((f"{b}:1", f"{produce_consume.IDLE_TOPICS_PREFIX}{n}")
+                                  for b in ("rafka", "tansu") for n in range(2))
+    assert set(idle) <= set(script.deleted)  # deleted after their pairs
+    first_idle_run = next(i for i, w in enumerate(doc["workloads"]) if w["broker"].endswith("-idle-topics"))
+    assert all(not w["broker"].endswith("-idle-topics") for w in doc["workloads"][:first_idle_run])
+
+
+def test_the_text_report_names_tansu_and_shows_ranges(script: FakeCluster, capsys) -> None:
+    assert produce_consume.main(ARGS) == 0
+    out = capsys.readouterr().out
+    assert "rafka vs tansu 0.0.0 (stand-in); 2 interleaved pairs" in out
+    assert "consume 100 B rec/s vs tansu, median of 2 pairs" in out
+    assert "spread (max-min)/median vs 30%" in out
+    assert "end-to-end p99 ms at 2,000 rec/s vs tansu" in out
+
+
+def test_a_broker_returning_a_duplicate_fails_the_script(script: FakeCluster, capsys) -> None:
+    script.tamper = lambda log: log[0].insert(1, log[0][0])
+    assert produce_consume.main(ARGS) == 1
+    out = capsys.readouterr().out
+    assert "failed phases" in out and "duplicate" in out
