@@ -93,7 +93,7 @@ class BrokerCoordinator:
         self._metadata = ClusterMetadata()   # the front end's (the last published)
         self._newest = self._metadata         # the newest heard, published next
         self._publishing = asyncio.Lock()
-        self._settled = ClusterMetadata()   # the last metadata the brokers have acted on (replicas started)
+        self._settled: ClusterMetadata | None = None   # the last the brokers have acted on (replicas started)
         self._metadata_changed = asyncio.Event()
         self._publications = 0   # front-end metadata updates so far
         self._published_starting: set[TopicPartition] = set()   # led here, replica not started: produce waits
@@ -582,18 +582,19 @@ class BrokerCoordinator:
                               settled: bool = False) -> bool:
         """Whether the published metadata (with `settled`: the settled metadata) meets
         `condition` within `timeout_ms`."""
-        def current() -> ClusterMetadata:
-            return self._settled if settled else self._metadata
+        def met() -> bool:
+            metadata = self._settled if settled else self._metadata
+            return metadata is not None and condition(metadata)   # (none settled yet: not met)
 
         deadline = time.monotonic() + timeout_ms / 1000
-        while not condition(current()):
+        while not met():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
             try:
                 await asyncio.wait_for(self._metadata_changed.wait(), remaining)
             except asyncio.TimeoutError:
-                return condition(current())
+                return met()
         return True
 
     # -- ElectLeaders -----------------------------------------------------------------

@@ -60,7 +60,7 @@ class Frontend:
         self._coordinator = coordinator
         self._channels: dict[TopicPartition, ReplicaChannel] = {}
         self._follower_channels: dict[TopicPartition, ReplicaChannel] = {}
-        self.starting = StartingLeaders()   # led here, replica not running yet: produce waits
+        self.starting = StartingLeaders()   # led here, replica not running yet: requests wait
         self._fetchers = ReplicaFetcherManager(broker_id)
         self._log = Prefixed(log, f"[Frontend broker={broker_id}]")
         self._producer_ids = ProducerIdSource(ProducerIdManager(broker_id, remember_ms=producer_id_memory_ms),
