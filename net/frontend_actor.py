@@ -230,13 +230,14 @@ class Frontend:
             self._log.warning("could not create %s: %s %s", OFFSETS_TOPIC, results[0].error.name, results[0].message)
 
     # -- OffsetsStorage: __consumer_offsets through the local leader replicas ---------------
-    async def _offsets_channel(self, partition: int) -> ReplicaChannel | None:
-        """The local leader of an offsets partition, waiting (bounded) for one that still starts."""
+    async def _offsets_channel(self, partition: int, wait_s: float | None) -> ReplicaChannel | None:
+        """The local leader of an offsets partition, waiting up to `wait_s` (None: as long as it
+        starts) for one whose replica still starts."""
         tp = TopicPartition(OFFSETS_TOPIC, partition)
-        return self._channels.get(tp) or await self.starting.wait(tp, self._channels.get, STARTING_WAIT_MS / 1000)
+        return self.channel(tp) or await self.starting.wait(tp, self.channel, wait_s)   # (_channels is replaced)
 
     async def append(self, partition: int, batch: bytes) -> ErrorCode:
-        channel = await self._offsets_channel(partition)
+        channel = await self._offsets_channel(partition, STARTING_WAIT_MS / 1000)
         if channel is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         # Kafka writes group metadata and commits with acks=all, bounded by offsets.commit.timeout.ms.
@@ -247,7 +248,10 @@ class Frontend:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
     async def read(self, partition: int) -> AsyncIterator[bytes]:
-        channel = await self._offsets_channel(partition)
+        # The group coordinator's load: it waits for a starting replica however long it takes
+        # (a burst of starts under load can take longer than any bound a client request has);
+        # the load is cancelled if the partition stops being led here.
+        channel = await self._offsets_channel(partition, None)
         if channel is None:
             raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} is not led here")
         offset = 0

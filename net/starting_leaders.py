@@ -41,15 +41,16 @@ class StartingLeaders:
         self._changed.set()
         self._changed = asyncio.Event()
 
-    async def wait(self, tp: TopicPartition, lookup: Callable[[TopicPartition], T | None], timeout_s: float) -> T | None:
+    async def wait(self, tp: TopicPartition, lookup: Callable[[TopicPartition], T | None],
+                   timeout_s: float | None) -> T | None:
         """`lookup(tp)` once it finds something, or None once `tp` no longer starts (its start
-        failed, or it leads elsewhere now) or `timeout_s` has passed."""
+        failed, or it leads elsewhere now) or `timeout_s` (None: no bound) has passed."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
+        deadline = None if timeout_s is None else loop.time() + timeout_s
         while True:
             found = lookup(tp)
-            remaining = deadline - loop.time()
-            if found is not None or tp not in self._starting or remaining <= 0:
+            remaining = None if deadline is None else deadline - loop.time()
+            if found is not None or tp not in self._starting or (remaining is not None and remaining <= 0):
                 return found
             try:   # (no task per wait: waiters resume in the order they came, and so queue their requests)
                 async with asyncio.timeout(remaining):

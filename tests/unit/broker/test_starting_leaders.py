@@ -53,3 +53,18 @@ def test_a_partition_that_is_not_starting_is_not_waited_for():
     async def scenario():
         return await asyncio.wait_for(StartingLeaders().wait(TP, {}.get, 60), 1)
     assert asyncio.run(scenario()) is None
+
+
+def test_without_a_bound_a_waiter_waits_as_long_as_the_partition_starts():
+    async def scenario():
+        starting, running = StartingLeaders(), {}
+        starting.update({TP})
+        waiter = asyncio.ensure_future(starting.wait(TP, running.get, None))
+        for _ in range(5):
+            await asyncio.sleep(0.01)
+            starting.changed()
+        assert not waiter.done()
+        running[TP] = "channel"
+        starting.update(set())
+        return await asyncio.wait_for(waiter, 1)
+    assert asyncio.run(scenario()) == "channel"
