@@ -1,10 +1,12 @@
-"""Partitions this broker leads whose replica is still starting: a produce waits for them.
+"""Partitions this broker leads whose replica is still starting: requests for them wait.
 
 The controller publishes a new partition's leader at once, as Kafka does, while the leader's
-replica process takes 0.3 s (idle) to seconds (a creation burst) to start. A produce that
-reaches the leader meanwhile waits here for its replica, bounded by the request's timeout,
-instead of being refused, so a client needs no retry for a topic it just created. Other
-requests answer NOT_LEADER_OR_FOLLOWER meanwhile, which clients retry.
+replica process takes 0.3 s (idle) to seconds (a creation burst) to start. A request that
+reaches the leader meanwhile (Produce, Fetch, ListOffsets, DeleteRecords, OffsetForLeaderEpoch,
+and the group coordinator's own reads and writes of `__consumer_offsets`) waits here for its
+replica, bounded (routing.once_started says how long), instead of being refused, so a client
+needs no retry for a topic it just created. Waiters resume in the order they came, so their
+requests reach the replica in arrival order.
 
 Runs on the front end's event loop; not thread-safe.
 """
