@@ -6,6 +6,8 @@ from pathlib import Path
 
 from _results import MemoryResult
 
+from rafka.common.process_memory import pss_bytes
+
 
 def _stat(pid: int) -> tuple[str, int] | None:
     """(command name, parent pid) of `pid`, or None if it is gone."""
@@ -53,17 +55,6 @@ def descendants(root: int) -> dict[int, str]:
         found[pid] = describe(pid, parents[pid][0])
         stack.extend(children.get(pid, []))
     return found
-
-
-def pss_bytes(pid: int) -> int:
-    """Proportional set size of `pid` in bytes (0 if it has exited)."""
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 def tree_pss(root: int | None = None, *, include_root: bool = False) -> MemoryResult:

@@ -43,6 +43,7 @@ from rafka.common.config import BrokerConfig, LogConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.common.metadata import ClusterMetadata
+from rafka.common.process_memory import broker_memory
 from rafka.common.topic_configs import ConfigEntry
 from rafka.common.types import Endpoint, TopicPartition
 from rafka.coordinator.admin.admin_service import AdminService
@@ -224,8 +225,8 @@ class BrokerCoordinator:
             await asyncio.to_thread(self._zk.stop)
 
     async def status(self) -> dict:
-        """What `rafka status` shows of this broker: its role, the pids of its processes, its
-        replicas, the partitions it leads with an ISR short of their replicas
+        """What `rafka status` shows of this broker: its role, the pids of its processes and
+        their memory (PSS: in total, of the replicas, of the services), its replicas, the partitions it leads with an ISR short of their replicas
         (UnderReplicatedPartitions), replicas that are offline here, its failed log dirs
         (OfflineLogDirectoryCount), and, on the controller, partitions without a leader
         (OfflinePartitionsCount)."""
@@ -234,9 +235,11 @@ class BrokerCoordinator:
         controller = self._controller is not None and self._controller.is_active
         try:
             pids = await asyncio.wait_for(self.replica_pids(), 10)
+            replicas = {replica_name(me, tp) for tp in self._reconciler.replicas}
+            memory = await asyncio.to_thread(broker_memory, pids, replicas)   # this node's /proc
         except Exception as e:  # noqa: BLE001 - the front end is busy or gone: report without its pid
-            pids = {"error": repr(e)}
-        return {"broker_id": me, "rack": self._config.rack_id, "controller": controller,
+            pids, memory = {"error": repr(e)}, {}
+        return {**memory, "broker_id": me, "rack": self._config.rack_id, "controller": controller,
                 "controller_id": metadata.controller_id,
                 "controller_epoch": self._reconciler.controller_epoch, "cluster_id": self._cluster_id,
                 "endpoint": str(self._endpoint), "pid": os.getpid(), "node_id": self._node_id, "pids": pids,

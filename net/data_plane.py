@@ -30,7 +30,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, TypeVar
 
 from rafka.common.errors import ErrorCode
 from rafka.common.frames import FramedProtocol
@@ -39,6 +39,7 @@ from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, F
                                              ProduceResult, Region)
 from rafka.partition_worker.segment_reader import iter_headers
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 # A window older than this is not used: the high watermark and log start it reports would be stale.
@@ -200,23 +201,16 @@ class ReplicaChannel:
         request_id, future = self._submit_numbered(
             [dc.encode_replica_read(follower, leader_epoch, fetch_offset, max_bytes, max_wait_ms)],
             dc.decode_fetch_result)
-        return PendingRead(asyncio.ensure_future(self._lost_as_not_leader(future)), self, request_id)
-
-    @staticmethod
-    async def _lost_as_not_leader(future: asyncio.Future) -> FetchResult:
-        try:
-            return await future
-        except (ConnectionError, OSError):
-            return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return PendingRead(asyncio.ensure_future(_unless_lost(future, FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))),
+                           self, request_id)
 
     async def follower_append(self, records: Any, leader_high_watermark: int,
                               leader_log_start_offset: int) -> FollowerAppendResult:
         """Hand a local follower replica the batches its leader answered a fetch with."""
-        try:
-            return await self._submit(dc.encode_follower_append(records, leader_high_watermark,
-                                                                leader_log_start_offset), dc.decode_follower_result)
-        except (ConnectionError, OSError):
-            return FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return await _unless_lost(self._submit(dc.encode_follower_append(records, leader_high_watermark,
+                                                                         leader_log_start_offset),
+                                               dc.decode_follower_result),
+                                  FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
     async def _read_result(self, future: asyncio.Future) -> FetchResult:
         try:
@@ -276,14 +270,8 @@ class ReplicaChannel:
     def list_offset(self, timestamp: int) -> Awaitable[OffsetLookup]:
         """Queue a ListOffsets lookup now, behind the appends already queued (see
         `encode_list_offset`). A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return self._lookup_result(self._submit([dc.encode_list_offset(timestamp)], dc.decode_offset_lookup))
-
-    @staticmethod
-    async def _lookup_result(future: asyncio.Future) -> OffsetLookup:
-        try:
-            return await future
-        except (ConnectionError, OSError):
-            return OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return _unless_lost(self._submit([dc.encode_list_offset(timestamp)], dc.decode_offset_lookup),
+                            OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
     async def delete_records(self, offset: int) -> DeleteRecordsResult:
         return await self._call("delete_records", offset, DeleteRecordsResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
@@ -299,6 +287,15 @@ class ReplicaChannel:
     def close(self) -> None:
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
+
+
+async def _unless_lost(future: asyncio.Future, if_lost: T) -> T:
+    """The answer of a request on the data socket, or `if_lost` when the connection to the
+    replica is lost first (its process gone: the client refreshes its metadata and retries)."""
+    try:
+        return await future
+    except (ConnectionError, OSError):
+        return if_lost
 
 
 @dataclass(frozen=True)

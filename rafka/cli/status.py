@@ -1,5 +1,6 @@
 """`rafka status`: say whether a detached cluster runs, where it serves, and what each broker
-reports of itself (controller, replicas, replicas that are offline and why)."""
+reports of itself (controller, replicas, the memory of its processes, replicas that are
+offline and why)."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +9,7 @@ import socket
 import sys
 
 from rafka.cli.state import DEFAULT_DATA_DIR, joined_ray, pid_alive, read_state
+from rafka.common.process_memory import MIB
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -58,6 +60,11 @@ def _print_text(report: dict) -> None:
             services = ", ".join(f"{name} {pid}" for name, pid in pids.items() if not name.startswith("replica:"))
             replicas = sum(1 for name in pids if name.startswith("replica:"))
             print(f"    processes: {services}, {replicas} replicas (their pids: --output json)")
+        if b.get("pss_bytes"):
+            live = b.get("live_replicas", 0)
+            each = f", {b['replica_pss_bytes'] / live / MIB:.0f} MiB per replica" if live else ""
+            print(f"    memory (PSS): {b['pss_bytes'] / MIB:.0f} MiB: services {b['service_pss_bytes'] / MIB:.0f} MiB, "
+                  f"{live} live replicas {b['replica_pss_bytes'] / MIB:.0f} MiB{each}")
         if b.get("under_replicated_partitions"):
             print(f"    under-replicated (led here, ISR short): {', '.join(b['under_replicated_partitions'])}")
         if b.get("offline_partitions"):

@@ -73,6 +73,13 @@ def test_up_with_server_properties_and_an_external_zookeeper(tmp_path, zk_connec
         producer.send("cli-auto", b"x").get(timeout=30)
         producer.close()
         assert len(list(log_dir.glob("cli-auto-*"))) == 3  # num.partitions from the file
+        # The memory of the broker's processes (PSS, from its node's /proc), as the README's sizing rule uses it.
+        broker = json.loads(rafka("status", "--data-dir", data_dir, "--output", "json").stdout)["brokers"]["7"]
+        assert broker["live_replicas"] == 3
+        assert 10 << 20 < broker["replica_pss_bytes"] / 3 < 500 << 20
+        assert broker["pss_bytes"] == broker["replica_pss_bytes"] + broker["service_pss_bytes"]
+        assert broker["service_pss_bytes"] > 20 << 20   # coordinator and front end
+        assert "memory (PSS)" in rafka("status", "--data-dir", data_dir).stdout
     finally:
         down = rafka("down", "--data-dir", data_dir)
     assert down.returncode == 0, down.stderr
