@@ -15,6 +15,8 @@ Per run: a fresh data dir and broker (`rafka up --detach`, a minimal server.prop
 the suite's keys), the suite's pytest with a JUnit XML report, then `rafka down`.
 aiokafka has no switch for an external broker: its tests/conftest.py gets the fixtures of
 tools/peer_suites/aiokafka_conftest_tail.py appended (once), active with AIOKAFKA_BROKER set.
+Both suites delete each test's topics when it ends (kafka-python's through the plugin
+tools/peer_suites/rafka_delete_topics.py): each partition is a process on rafka today.
 
 Progress goes to stderr; the result to stdout (text, or --output json). Exit 0 when every
 suite ran and no test failed in every run, 1 when some test did, 2 when a suite could not run.
@@ -35,6 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 AIOKAFKA_TAIL = ROOT / "tools" / "peer_suites" / "aiokafka_conftest_tail.py"
+PLUGINS = ROOT / "tools" / "peer_suites"   # rafka_delete_topics.py, for kafka-python's suite
 TAIL_MARK = "# --- rafka: run against a running broker"
 
 
@@ -51,8 +54,9 @@ class Suite:
 
     def environment(self, bootstrap: str, work: Path) -> dict[str, str]:
         (work / "kroot").mkdir(parents=True, exist_ok=True)  # kafka-python's fixture wants it to exist
+        plugins = os.pathsep.join(filter(None, [str(PLUGINS), os.environ.get("PYTHONPATH")]))
         env = {"kafka-python": {"KAFKA_VERSION": "4.1.0", "KAFKA_URI": f"PLAINTEXT://{bootstrap}",
-                                "KAFKA_ROOT": str(work / "kroot")},
+                                "KAFKA_ROOT": str(work / "kroot"), "PYTHONPATH": plugins},
                "aiokafka": {"AIOKAFKA_BROKER": bootstrap},
                "confluent-kafka": {"BROKERS": bootstrap}}[self.name]
         return {**os.environ, **env}
@@ -62,7 +66,7 @@ COMMON_PROPERTIES = {"auto.create.topics.enable": "true", "group.min.session.tim
                      "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "8"}
 SUITES = {
     "kafka-python": Suite("kafka-python", {**COMMON_PROPERTIES, "num.partitions": "4"},
-                          ("test/integration", "--timeout", "300")),
+                          ("test/integration", "--timeout", "300", "-p", "rafka_delete_topics")),
     "aiokafka": Suite("aiokafka", {**COMMON_PROPERTIES, "num.partitions": "2"},
                       ("tests", "--docker-image", "aiolibs/kafka:2.13_2.8.1", "--no-pull", "--timeout", "120"),
                       ("tests/test_transactional_producer.py", "tests/test_transactional_consumer.py",
