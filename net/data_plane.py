@@ -273,16 +273,11 @@ class ReplicaChannel:
         return _unless_lost(self._submit([dc.encode_list_offset(timestamp)], dc.decode_offset_lookup),
                             OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
-    async def delete_records(self, offset: int) -> DeleteRecordsResult:
-        return await self._call("delete_records", offset, DeleteRecordsResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
-
-    async def _call(self, method: str, argument: Any, if_lost: Any) -> Any:
-        """An actor call; `if_lost` when the replica process is gone (the client then
-        refreshes its metadata and retries)."""
-        try:
-            return await getattr(self.actor, method).remote(argument)
-        except Exception:  # noqa: BLE001 - the replica process is gone
-            return if_lost
+    def delete_records(self, offset: int) -> Awaitable[DeleteRecordsResult]:
+        """Queue a DeleteRecords now, in order with the requests around it (see
+        `encode_delete_records`). A lost replica answers NOT_LEADER_OR_FOLLOWER."""
+        return _unless_lost(self._submit([dc.encode_delete_records(offset)], dc.decode_deleted),
+                            DeleteRecordsResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
     def close(self) -> None:
         if self._protocol is not None and self._protocol.transport is not None:

@@ -20,7 +20,8 @@ import tempfile
 from pathlib import Path
 
 from rafka.common.errors import ErrorCode
-from rafka.partition_worker.messages import FetchResult, FollowerAppendResult, OffsetLookup, ProduceResult, Region
+from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup,
+                                             ProduceResult, Region)
 
 OP_APPEND = 1
 OP_READ = 2
@@ -28,7 +29,8 @@ OP_REPLICA_READ = 3   # a follower's fetch, served by the leader up to its log e
 OP_FOLLOWER_APPEND = 4  # batches fetched from the leader, appended by a follower as they are
 OP_RELEASE = 5        # end the wait of a parked read now (it answers under its own id); no answer
 OP_READ_LOG_END = 6   # the broker's own read of a partition it leads, up to the log end (see encode_read)
-OP_LIST_OFFSET = 7    # ListOffsets: on this socket, so it keeps its order with the appends before it
+OP_LIST_OFFSET = 7    # ListOffsets: on this socket, so it keeps its order with the requests before it
+OP_DELETE_RECORDS = 8  # DeleteRecords: likewise (a ListOffsets right after it must see it)
 
 FRAME_HEAD = struct.Struct(">II")            # length (of what follows), request id
 _APPEND_HEAD = struct.Struct(">BbII")        # op, acks, timeout ms (acks=all), number of record sets
@@ -42,6 +44,8 @@ _RECORD_ERRORS = struct.Struct(">H")         # count of record errors, after the
 _RECORD_ERROR = struct.Struct(">iH")         # batch index, message length
 _LIST_OFFSET = struct.Struct(">Bq")         # op, timestamp (or LATEST -1, EARLIEST -2, ...)
 _OFFSET_LOOKUP = struct.Struct(">hqqi")      # error, timestamp, offset, leader epoch
+_DELETE_RECORDS = struct.Struct(">Bq")      # op, offset (-1: the high watermark)
+_DELETED = struct.Struct(">hq")              # error, low watermark
 _FOLLOWER_APPEND = struct.Struct(">Bqq")    # op, leader's high watermark, leader's log start offset
 _FOLLOWER_RESULT = struct.Struct(">hqq")    # error, log end offset, high watermark
 _FETCH_HEAD = struct.Struct(">hqqqqqH")      # error, high watermark, last stable, log start, next offset,
@@ -187,6 +191,25 @@ def encode_offset_lookup(lookup: OffsetLookup) -> bytes:
 def decode_offset_lookup(body: memoryview) -> OffsetLookup:
     error, timestamp, offset, epoch = _OFFSET_LOOKUP.unpack_from(body, 0)
     return OffsetLookup(ErrorCode(error), timestamp, offset, epoch)
+
+
+def encode_delete_records(offset: int) -> bytes:
+    """A DeleteRecords up to `offset`, over the data socket for the same reason as a lookup:
+    an admin client sends DeleteRecords and then ListOffsets(earliest) without waiting."""
+    return _DELETE_RECORDS.pack(OP_DELETE_RECORDS, offset)
+
+
+def decode_delete_records(body: memoryview) -> int:
+    return _DELETE_RECORDS.unpack_from(body, 0)[1]
+
+
+def encode_deleted(result: DeleteRecordsResult) -> bytes:
+    return _DELETED.pack(result.error, result.low_watermark)
+
+
+def decode_deleted(body: memoryview) -> DeleteRecordsResult:
+    error, low_watermark = _DELETED.unpack_from(body, 0)
+    return DeleteRecordsResult(ErrorCode(error), low_watermark)
 
 
 def encode_release(request_id: int) -> bytes:

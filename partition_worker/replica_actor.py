@@ -359,6 +359,9 @@ class PartitionReplica:
                 elif view[0] == dc.OP_LIST_OFFSET:
                     lookup = self.list_offset(dc.decode_list_offset(view))
                     protocol.transport.write(dc.frame(request_id, dc.encode_offset_lookup(lookup)))
+                elif view[0] == dc.OP_DELETE_RECORDS:
+                    deleted = self.delete_records_now(dc.decode_delete_records(view))
+                    protocol.transport.write(dc.frame(request_id, dc.encode_deleted(deleted)))
                 elif view[0] == dc.OP_FOLLOWER_APPEND:
                     hw, log_start, records = dc.decode_follower_append(view)
                     answer = dc.encode_follower_result(self.append_as_follower(records, hw, log_start))
@@ -557,6 +560,10 @@ class PartitionReplica:
         return OffsetLookup(ErrorCode.NONE, ts, offset, epoch)
 
     async def delete_records(self, offset: int) -> DeleteRecordsResult:
+        """`delete_records_now`, as an actor call."""
+        return self.delete_records_now(offset)
+
+    def delete_records_now(self, offset: int) -> DeleteRecordsResult:
         """DeleteRecords on the leader (Kafka's `Partition.deleteRecordsOnLeader`): move the log
         start offset up to `offset` (-1: the high watermark) and delete the segments wholly
         below it. The low watermark answered is the log start offset (the only replica's).

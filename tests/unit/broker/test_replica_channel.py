@@ -190,3 +190,17 @@ def test_list_offsets_go_over_the_socket_in_order_with_the_appends_queued_before
         replica.become(LeaderAndIsr(2, 4, (2, 1), (2, 1), 1))    # a follower now: clients go elsewhere
         assert (await channel.list_offset(-1)).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
     run_with_replica(short_dir, scenario)
+
+
+def test_delete_records_goes_over_the_socket_so_a_lookup_right_after_sees_it(short_dir):
+    """confluent-kafka's admin client sends DeleteRecords and then ListOffsets(earliest) without
+    waiting in between: the lookup must see the new log start."""
+    async def scenario(replica, channel):
+        await append(channel, 3)                                  # offsets 0-8
+        deleted = channel.delete_records(5)
+        earliest = channel.list_offset(-2)
+        result, start = await deleted, await earliest
+        assert (result.error, result.low_watermark) == (ErrorCode.NONE, 5)
+        assert (start.error, start.offset) == (ErrorCode.NONE, 5)
+        assert (await channel.delete_records(100)).error is ErrorCode.OFFSET_OUT_OF_RANGE
+    run_with_replica(short_dir, scenario)
