@@ -97,7 +97,7 @@ class BrokerCoordinator:
         self._settled: ClusterMetadata | None = None   # the last the brokers have acted on (replicas started)
         self._metadata_changed = asyncio.Event()
         self._publications = 0   # front-end metadata updates so far
-        self._published_starting: set[TopicPartition] = set()   # led here, replica not started: produce waits
+        self._published_starting: set[TopicPartition] = set()   # led here, replica not started: requests wait
         self._republishing: asyncio.Task | None = None
         self._wake = asyncio.Event()
         self._topic_configs: dict[str, LogConfig] = {}
@@ -226,7 +226,8 @@ class BrokerCoordinator:
 
     async def status(self) -> dict:
         """What `rafka status` shows of this broker: its role, the pids of its processes and
-        their memory (PSS: in total, of the replicas, of the services), its replicas, the partitions it leads with an ISR short of their replicas
+        their memory (PSS: in total, of the replicas, of the services), its replicas, the
+        partitions it leads with an ISR short of their replicas
         (UnderReplicatedPartitions), replicas that are offline here, its failed log dirs
         (OfflineLogDirectoryCount), and, on the controller, partitions without a leader
         (OfflinePartitionsCount)."""
@@ -466,7 +467,7 @@ class BrokerCoordinator:
     def _leader_ready(self, tp: TopicPartition) -> None:
         """A leader replica runs now: if the front end was told it still starts, publish again,
         so that partitions are served one by one as they start, not when a whole burst has
-        (produce waits for them meanwhile). Publications are coalesced."""
+        (requests for them wait meanwhile). Publications are coalesced."""
         if tp in self._published_starting and self._republishing is None and not self._stopping:
             self._republishing = asyncio.ensure_future(self._publish_started())
 
