@@ -74,6 +74,7 @@ FrontendActor = ray.remote(Frontend)
 SERVE_WAIT_MS = 30000          # how long `start` waits for metadata that lists this broker
 CONTROL_CALL_TIMEOUT_S = 60.0  # a metadata push to another broker's coordinator
 LEADER_AND_ISR_WAIT_S = 10.0   # how long the controller waits for the brokers' LeaderAndIsr to be done
+REST_CHECKPOINT_DELAY_S = 1.0  # checkpoints are written this soon after replicas went dormant
 
 
 class BrokerCoordinator:
@@ -99,6 +100,7 @@ class BrokerCoordinator:
         self._publications = 0   # front-end metadata updates so far
         self._published_starting: set[TopicPartition] = set()   # led here, replica not started: requests wait
         self._republishing: asyncio.Task | None = None
+        self._checkpoint_after_rest: asyncio.TimerHandle | None = None
         self._wake = asyncio.Event()
         self._topic_configs: dict[str, LogConfig] = {}
         self._maintenance = LogMaintenance(config, self._log)
@@ -108,7 +110,8 @@ class BrokerCoordinator:
                                       coordinator=coordinator_name(self._id), failed_dirs=self._failed_dirs)
         self._reconciler = ReplicaReconciler(self._id, launcher, self._maintenance, self._topic_config, self._log,
                                              on_replica_lost=self._replica_lost,
-                                             on_leader_ready=self._leader_ready)
+                                             on_leader_ready=self._leader_ready,
+                                             dormancy=config.replica_dormant_after_ms >= 0)
         self._log_dirs = ReplicaLogDirs(
             config.log_dirs, self._reconciler, self._maintenance, self._log, topic_id=self._topic_id,
             known=lambda tp: self._metadata.partition(tp.topic, tp.partition) is not None,
@@ -204,8 +207,9 @@ class BrokerCoordinator:
             self._offline_report.stop()
         for task in self._tasks:
             task.cancel()
-        if self._retry is not None:
-            self._retry.cancel()
+        for timer in (self._retry, self._checkpoint_after_rest):
+            if timer is not None:
+                timer.cancel()
         if self._frontend is not None:
             try:
                 await self._frontend.stop.remote()
@@ -245,6 +249,7 @@ class BrokerCoordinator:
                 "controller_epoch": self._reconciler.controller_epoch, "cluster_id": self._cluster_id,
                 "endpoint": str(self._endpoint), "pid": os.getpid(), "node_id": self._node_id, "pids": pids,
                 "replicas": sorted(str(tp) for tp in self._reconciler.replicas),
+                "dormant_replicas": len(self._reconciler.dormant),
                 "leaders": len(led),
                 "under_replicated_partitions": sorted(f"{t}-{i.partition}" for t, i in _partitions(metadata)
                                                       if i.leader == me and len(i.isr) < len(i.replicas)),
@@ -461,7 +466,8 @@ class BrokerCoordinator:
             await self._publish()
         else:   # the front end serves its new leaderships at once, before any metadata shows them
             await self._frontend.update_leaders.remote(
-                {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()})
+                {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()},
+                self._reconciler.dormant_leaders())
         return ErrorCode.NONE
 
     def _leader_ready(self, tp: TopicPartition) -> None:
@@ -479,6 +485,47 @@ class BrokerCoordinator:
             self._log.warning("could not publish newly started leaders: %r", e)
         finally:
             self._republishing = None
+
+    # -- dormant replicas (replica.dormant.after.ms) -----------------------------------
+    async def replica_idle(self, tp: TopicPartition, pid: int) -> None:
+        """A replica has had no writes for replica.dormant.after.ms: close it (in the background;
+        the replica's own call returns at once, as this closes it)."""
+        if not self._stopping:
+            asyncio.ensure_future(self._rest(tp, pid))
+
+    async def _rest(self, tp: TopicPartition, pid: int) -> None:
+        try:
+            rested = await self._reconciler.rest(tp, pid, quiesce=lambda: self._frontend.quiesce.remote(tp))
+            if rested or tp not in self._reconciler.replicas:
+                await self._publish()
+                self._checkpoint_soon()
+        except Exception as e:  # noqa: BLE001 - the front end is gone (stopping): nothing to do
+            self._log.warning("could not make replica %s dormant: %r", tp, e)
+
+    async def wake_replica(self, tp: TopicPartition) -> bool:
+        """A request for a dormant replica needs its process (a produce, a follower behind):
+        start it; the front end hears of it with the next publication. True once it runs."""
+        if tp not in self._reconciler.dormant:
+            return tp in self._reconciler.replicas
+        woke = await self._reconciler.wake(tp, self._topic_id(tp))
+        if not woke:
+            self._report_offline()
+        await self._publish()
+        return woke
+
+    def _checkpoint_soon(self) -> None:
+        """Write the checkpoints shortly after replicas went dormant (coalesced): a broker killed
+        later restarts them dormant only with their final high watermark on disk."""
+        if self._checkpoint_after_rest is None and not self._stopping:
+            self._checkpoint_after_rest = asyncio.get_running_loop().call_later(
+                REST_CHECKPOINT_DELAY_S, lambda: asyncio.ensure_future(self._write_rest_checkpoints()))
+
+    async def _write_rest_checkpoints(self) -> None:
+        self._checkpoint_after_rest = None
+        try:
+            await self._maintenance.write_checkpoints({}, ask_replicas=False, skip_dirs=set(self._failed_dirs))
+        except Exception:  # noqa: BLE001 - the periodic write tries again
+            self._log.exception("writing the checkpoints after replicas went dormant failed")
 
     async def _replica_lost(self) -> None:
         """A replica's process died: the front end stops serving it (offline) until the
@@ -547,7 +594,8 @@ class BrokerCoordinator:
     def _starting(self, metadata: ClusterMetadata) -> set[TopicPartition]:
         """Partitions `metadata` says this broker leads whose replica neither runs nor failed."""
         return ({TopicPartition(name, info.partition) for name, info in _partitions(metadata) if info.leader == self._id}
-                - set(self._reconciler.leaders()) - {o.tp for o in self._reconciler.offline()})
+                - set(self._reconciler.leaders()) - set(self._reconciler.dormant_leaders())
+                - {o.tp for o in self._reconciler.offline()})
 
     async def _publish(self, metadata: ClusterMetadata | None = None) -> None:
         """Hand the front end `metadata` (None: the newest this broker has) with its local
@@ -563,7 +611,9 @@ class BrokerCoordinator:
             followers = {tp: (r.actor, r.socket) for tp, r in self._reconciler.followers().items()}
             starting = self._starting(metadata)
             await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline),
-                                                        leaders, followers, frozenset(starting))
+                                                        leaders, followers, frozenset(starting),
+                                                        self._reconciler.dormant_leaders(),
+                                                        self._reconciler.dormant_followers())
             self._metadata = metadata
             self._published_starting = starting
         self._publications += 1

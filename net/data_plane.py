@@ -279,6 +279,20 @@ class ReplicaChannel:
         return _unless_lost(self._submit([dc.encode_delete_records(offset)], dc.decode_deleted),
                             DeleteRecordsResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
+    async def drain(self, timeout_s: float) -> bool:
+        """Release every parked read and wait until every request sent has its answer (the
+        replica is about to close); False when some are still out after `timeout_s`."""
+        for request_id in list(self._pending):
+            self.release(request_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while self._pending:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            await asyncio.wait([future for future, _ in self._pending.values()], timeout=remaining)
+        return True
+
     def close(self) -> None:
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()

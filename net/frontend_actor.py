@@ -19,6 +19,8 @@ from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC, GroupCoordi
 from rafka.coordinator.messages import PartitionsSpec, TopicResult, TopicSpec
 from rafka.coordinator.transaction.producer_ids import ProducerIdManager, ProducerIdSource
 from rafka.net.data_plane import ReplicaChannel
+from rafka.net.dormant_channel import DormantChannel
+from rafka.partition_worker.closed_log import ClosedLog
 from rafka.net.replica_fetcher import ReplicaFetcherManager
 from rafka.partition_worker.segment_reader import next_offset_after, read_region
 from rafka.net.handlers import RequestDispatcher
@@ -35,6 +37,11 @@ log = logging.getLogger(__name__)
 DEFAULT_CONTROL_TIMEOUT_MS = 30_000
 # What a create or delete with timeout_ms 0 waits for at most in the coordinator (AdminService).
 _ADMIN_WAIT_MS = 30_000
+# How long a replica going dormant may take to answer the requests under way (acks=all ones
+# wait for followers); if it takes longer it stays live.
+QUIESCE_TIMEOUT_S = 5.0
+
+Channel = ReplicaChannel | DormantChannel
 
 
 class CoordinatorCallError(KafkaError):
@@ -58,8 +65,8 @@ class Frontend:
         self.metadata = ClusterMetadata()
         self.auto_create_topics = auto_create_topics
         self._coordinator = coordinator
-        self._channels: dict[TopicPartition, ReplicaChannel] = {}
-        self._follower_channels: dict[TopicPartition, ReplicaChannel] = {}
+        self._channels: dict[TopicPartition, Channel] = {}
+        self._follower_channels: dict[TopicPartition, Channel] = {}
         self.starting = StartingLeaders()   # led here, replica not running yet: requests wait
         self._fetchers = ReplicaFetcherManager(broker_id)
         self._log = Prefixed(log, f"[Frontend broker={broker_id}]")
@@ -95,20 +102,24 @@ class Frontend:
                 "queued_max_request_bytes": memory.limit_bytes}
 
     # -- pushed by the broker's coordinator -----------------------------------------
-    def update_leaders(self, leaders: dict[TopicPartition, tuple[Any, str]]) -> None:
+    def update_leaders(self, leaders: dict[TopicPartition, tuple[Any, str]],
+                       dormant_leaders: dict[TopicPartition, ClosedLog | None] | None = None) -> None:
         """LeaderAndIsr's part: the local leaders change now, the metadata later (UpdateMetadata)."""
-        self._channels = self._reuse_channels(self._channels, leaders)
+        self._channels = self._reuse_channels(self._channels, leaders, dormant_leaders)
         self.starting.changed()
         self._lead_offsets_partitions()
 
     def update_metadata(self, metadata: ClusterMetadata, leaders: dict[TopicPartition, tuple[Any, str]],
                         followers: dict[TopicPartition, tuple[Any, str]] | None = None,
-                        starting: frozenset[TopicPartition] = frozenset()) -> None:
+                        starting: frozenset[TopicPartition] = frozenset(),
+                        dormant_leaders: dict[TopicPartition, ClosedLog | None] | None = None,
+                        dormant_followers: dict[TopicPartition, ClosedLog | None] | None = None) -> None:
         """Swap in a new metadata snapshot, the local leaders and the local followers: each a
         (replica actor, data socket path). Followers are fetched for from their leaders.
-        `starting`: partitions the metadata says this broker leads whose replica does not run yet."""
-        self._channels = self._reuse_channels(self._channels, leaders)
-        self._follower_channels = self._reuse_channels(self._follower_channels, followers or {})
+        `starting`: partitions the metadata says this broker leads whose replica does not run yet.
+        `dormant_*`: replicas without a process, served from their closed logs (None: closing)."""
+        self._channels = self._reuse_channels(self._channels, leaders, dormant_leaders)
+        self._follower_channels = self._reuse_channels(self._follower_channels, followers or {}, dormant_followers)
         self.metadata = metadata
         self.starting.update(starting)
         self._lead_offsets_partitions()
@@ -122,22 +133,78 @@ class Frontend:
         self.groups.set_led_partitions({tp.partition for tp in (*self._channels, *self.starting)
                                         if tp.topic == OFFSETS_TOPIC})
 
-    @staticmethod
-    def _reuse_channels(current: dict[TopicPartition, ReplicaChannel],
-                        wanted: dict[TopicPartition, tuple[Any, str]]) -> dict[TopicPartition, ReplicaChannel]:
-        """Channels to `wanted`, keeping the open ones whose socket is unchanged; closes the rest."""
-        channels = {}
+    def _reuse_channels(self, current: dict[TopicPartition, Channel], wanted: dict[TopicPartition, tuple[Any, str]],
+                        dormant: dict[TopicPartition, ClosedLog | None] | None) -> dict[TopicPartition, Channel]:
+        """Channels to the `wanted` replicas, keeping the open ones whose socket is unchanged, and
+        to the `dormant` ones; closes the rest. A dormant channel whose replica runs again hands
+        the calls it holds to the new channel."""
+        channels: dict[TopicPartition, Channel] = {}
         for tp, (actor, socket_path) in wanted.items():
             existing = current.get(tp)
-            channels[tp] = existing if existing is not None and existing.socket_path == socket_path \
+            channels[tp] = existing if isinstance(existing, ReplicaChannel) and existing.socket_path == socket_path \
                 else ReplicaChannel(actor, socket_path)
+        for tp, closed in (dormant or {}).items():
+            existing = current.get(tp)
+            if isinstance(existing, DormantChannel) and not existing.ended:
+                if closed is not None:
+                    existing.rested(closed)
+                channels[tp] = existing
+            else:
+                channels[tp] = DormantChannel(tp, closed, self._wake_replica)
         for tp, channel in current.items():
-            if channels.get(tp) is not channel:
+            replacement = channels.get(tp)
+            if replacement is channel:
+                continue
+            if isinstance(channel, DormantChannel):
+                channel.woke(replacement if isinstance(replacement, ReplicaChannel) else None)
+            else:
                 channel.close()
         return channels
 
+    async def quiesce(self, tp: TopicPartition) -> bool:
+        """The replica of `tp` goes dormant: requests for it wait from now on (a closing
+        `DormantChannel` takes its place), and those under way are answered first (parked reads
+        at once). False, with the replica's channel back in place, when that takes longer than
+        QUIESCE_TIMEOUT_S; True when it is not served here."""
+        for followers in (False, True):
+            table = self._follower_channels if followers else self._channels
+            channel = table.get(tp)
+            if not isinstance(channel, ReplicaChannel):
+                continue
+            closing = DormantChannel(tp, None, self._wake_replica)
+            self._swap_channel(tp, closing, followers)
+            if await channel.drain(QUIESCE_TIMEOUT_S):
+                channel.close()
+                return True
+            self._log.info("%s stays live: requests to it were still under way after %.0f s", tp, QUIESCE_TIMEOUT_S)
+            self._swap_channel(tp, channel, followers)
+            closing.woke(channel)
+            return False
+        return True
+
+    def _swap_channel(self, tp: TopicPartition, channel: Channel, follower: bool) -> None:
+        if follower:
+            self._follower_channels = {**self._follower_channels, tp: channel}
+            self._fetchers.update(self.metadata, self._follower_channels)
+        else:
+            self._channels = {**self._channels, tp: channel}
+
+    def _wake_replica(self, tp: TopicPartition) -> None:
+        """A request for a dormant replica needs its process: ask the broker to start it."""
+        asyncio.ensure_future(self._ask_to_wake(tp))
+
+    async def _ask_to_wake(self, tp: TopicPartition) -> None:
+        try:
+            await self._ask_coordinator("wake_replica", tp)
+        except CoordinatorCallError:
+            pass
+        for table in (self._channels, self._follower_channels):
+            channel = table.get(tp)
+            if isinstance(channel, DormantChannel) and not channel.ended and not channel.pending:
+                channel.wake_failed()   # (not woken, and no publication said why: its callers retry)
+
     # -- BrokerServices --------------------------------------------------------------
-    def channel(self, tp: TopicPartition) -> ReplicaChannel | None:
+    def channel(self, tp: TopicPartition) -> Channel | None:
         return self._channels.get(tp)
 
     async def _ask_coordinator(self, method: str, *args: Any, wait_ms: int = 0) -> Any:
@@ -230,7 +297,7 @@ class Frontend:
             self._log.warning("could not create %s: %s %s", OFFSETS_TOPIC, results[0].error.name, results[0].message)
 
     # -- OffsetsStorage: __consumer_offsets through the local leader replicas ---------------
-    async def _offsets_channel(self, partition: int, wait_s: float | None) -> ReplicaChannel | None:
+    async def _offsets_channel(self, partition: int, wait_s: float | None) -> Channel | None:
         """The local leader of an offsets partition, waiting up to `wait_s` (None: as long as it
         starts) for one whose replica still starts."""
         tp = TopicPartition(OFFSETS_TOPIC, partition)

@@ -13,6 +13,10 @@ Before fetching under a new leader epoch, a partition first asks the leader wher
 follower's log stops agreeing (OffsetForLeaderEpoch with the follower's latest epoch) and
 truncates there. A fetch answered OFFSET_OUT_OF_RANGE restarts the log at the leader's log
 start (DeleteRecords or retention moved past it) or truncates it to the leader's log end.
+A dormant follower (no process: `dormant_channel.py`) is fetched for all the same, from its
+log end: an empty answer keeps it dormant, batches wake it. Its position carries over when it
+goes dormant or wakes under the same leader epoch (its log end is the same); one that would
+have to truncate first (a new epoch, a log out of the leader's range) is woken for that.
 A partition the leader fences (FENCED_LEADER_EPOCH: this broker follows an older epoch) waits
 for the next metadata; one the leader cannot serve yet (not its leader yet, its replica not up,
 an epoch it has not heard of) backs off replica.fetch.backoff.ms and tries again, as Kafka's
@@ -32,6 +36,7 @@ from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.common.metadata import ClusterMetadata
 from rafka.common.types import TopicPartition
+from rafka.net.dormant_channel import DormantChannel
 from rafka.net.protocol import apis, codec
 
 log = logging.getLogger(__name__)
@@ -114,8 +119,16 @@ class ReplicaFetcher:
         merged = {}
         for tp, new in partitions.items():
             old = self.partitions.get(tp)
-            merged[tp] = old if old is not None and old.leader_epoch == new.leader_epoch \
-                and old.channel is new.channel else new
+            if old is not None and old.leader_epoch == new.leader_epoch and old.channel is new.channel:
+                merged[tp] = old
+            elif (old is not None and old.leader_epoch == new.leader_epoch and not old.truncating
+                  and _dormant(old.channel) != _dormant(new.channel)):
+                # Gone dormant or woken: the log end did not move (a restart after a crash may
+                # have). The same entry goes on, so an append under way moves it on when done.
+                old.channel = new.channel
+                merged[tp] = old
+            else:
+                merged[tp] = new
         self.partitions = merged
         self._changed.set()
 
@@ -153,7 +166,20 @@ class ReplicaFetcher:
 
     async def _truncate(self, partitions: list[FollowedPartition]) -> None:
         """OffsetForLeaderEpoch for the follower's latest epoch, then truncate to where the
-        leader's log and this one stop agreeing (KIP-101/279)."""
+        leader's log and this one stop agreeing (KIP-101/279). A dormant follower with an empty
+        log has nothing to truncate; any other is woken for it."""
+        live = []
+        for p in partitions:
+            if not _dormant(p.channel):
+                live.append(p)
+            elif p.channel.closed is not None and p.channel.closed.log_end_offset == 0:
+                p.fetch_offset, p.truncating = 0, False
+            else:
+                p.channel.wake_now()
+                p.back_off()
+        partitions = live
+        if not partitions:
+            return
         latest = await asyncio.gather(*[p.channel.actor.latest_leader_epoch.remote() for p in partitions])
         ends = await asyncio.gather(*[p.channel.actor.status.remote() for p in partitions])
         by_topic: dict[str, list] = {}
@@ -235,11 +261,21 @@ class ReplicaFetcher:
         """The leader's log does not hold `fetch_offset`: restart at its log start when this
         log is behind it, else truncate to the leader's end (Kafka's handleOutOfRangeError)."""
         leader_start, leader_end = r["log_start_offset"], r["high_watermark"]
+        if _dormant(p.channel):
+            p.channel.wake_now()
+            p.truncating = True
+            p.back_off()
+            return
         if 0 <= leader_start and p.fetch_offset < leader_start:
             p.fetch_offset = await p.channel.actor.truncate_fully_and_start_at.remote(leader_start)
         else:
             p.fetch_offset = await p.channel.actor.truncate_to.remote(max(leader_end, 0))
         self._log.info("%s: out of the leader's range; fetching from %d", p.tp, p.fetch_offset)
+
+
+def _dormant(channel: Any) -> bool:
+    """Whether a follower's channel stands for a dormant replica (no actor to call)."""
+    return isinstance(channel, DormantChannel)
 
 
 class ReplicaFetcherManager:

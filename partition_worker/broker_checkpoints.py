@@ -1,7 +1,8 @@
 """`BrokerCheckpoints`: a broker's per-log-dir checkpoint files, kept by its coordinator.
 
 Kafka's LogManager is the one writer of each log dir's `recovery-point-offset-checkpoint`
-and `log-start-offset-checkpoint`, and its LogCleaner of `cleaner-offset-checkpoint`. Here
+and `log-start-offset-checkpoint`, its LogCleaner of `cleaner-offset-checkpoint`, and its
+ReplicaManager of `replication-offset-checkpoint` (high watermarks). Here
 the partition replicas are separate processes, so the broker's coordinator plays that part:
 it reads the files when it starts, hands each replica its values when it opens the log,
 collects the replicas' current values and rewrites the files periodically and on shutdown.
@@ -25,6 +26,7 @@ class PartitionCheckpoint:
     recovery_point: int | None = None
     log_start_offset: int | None = None
     cleaner_offset: int | None = None
+    high_watermark: int | None = None
 
 
 class BrokerCheckpoints:
@@ -39,17 +41,18 @@ class BrokerCheckpoints:
         self._dir_of[tp] = str(log_dir)
         cps = self._dirs[str(log_dir)]
         return PartitionCheckpoint(cps.recovery_points.get(tp), cps.log_start_offsets.get(tp),
-                                   cps.cleaner_offsets.get(tp))
+                                   cps.cleaner_offsets.get(tp), cps.high_watermarks.get(tp))
 
     def update(self, tp: TopicPartition, *, recovery_point: int | None = None,
-               log_start_offset: int | None = None, cleaner_offset: int | None = None) -> None:
+               log_start_offset: int | None = None, cleaner_offset: int | None = None,
+               high_watermark: int | None = None) -> None:
         """Take a partition's current values (None leaves a value as it is)."""
         log_dir = self._dir_of.get(tp)
         if log_dir is None:
             return
         cps = self._dirs[log_dir]
         for value, table in ((recovery_point, cps.recovery_points), (log_start_offset, cps.log_start_offsets),
-                             (cleaner_offset, cps.cleaner_offsets)):
+                             (cleaner_offset, cps.cleaner_offsets), (high_watermark, cps.high_watermarks)):
             if value is not None and value >= 0:
                 table[tp] = value
 
@@ -60,12 +63,13 @@ class BrokerCheckpoints:
         self._dir_of[tp] = str(log_dir)
         # Not placed yet (a swap finished at the broker's start): from whichever other dir has it.
         sources = [old] if old is not None else [d for d, cps in self._dirs.items() if tp in cps.recovery_points
-                                                 or tp in cps.log_start_offsets or tp in cps.cleaner_offsets]
+                                                 or tp in cps.log_start_offsets or tp in cps.cleaner_offsets
+                                                 or tp in cps.high_watermarks]
         src, dst = next((self._dirs[d] for d in sources if d != str(log_dir)), None), self._dirs[str(log_dir)]
         if src is None:
             return
         for a, b in ((src.recovery_points, dst.recovery_points), (src.log_start_offsets, dst.log_start_offsets),
-                     (src.cleaner_offsets, dst.cleaner_offsets)):
+                     (src.cleaner_offsets, dst.cleaner_offsets), (src.high_watermarks, dst.high_watermarks)):
             if tp in a:
                 b[tp] = a[tp]
 
@@ -104,7 +108,7 @@ class BrokerCheckpoints:
                    cleaner_offsets: bool) -> None:
         """Drop the entries of partitions gone from `log_dir`, then rewrite its chosen files."""
         root = Path(log_dir)
-        for table in (cps.recovery_points, cps.log_start_offsets, cps.cleaner_offsets):
+        for table in (cps.recovery_points, cps.log_start_offsets, cps.cleaner_offsets, cps.high_watermarks):
             for tp in [tp for tp in table if not (root / str(tp)).is_dir()]:
                 del table[tp]
         if root.is_dir():

@@ -1,8 +1,8 @@
 """Kafka's small checkpoint files, byte for byte.
 
 Per log dir (one writer: the broker's coordinator):
-- `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`, `cleaner-offset-checkpoint`:
-  Kafka's OffsetCheckpointFile: a version line `0`, a count line, then `<topic> <partition> <offset>`.
+- `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`, `cleaner-offset-checkpoint`,
+  `replication-offset-checkpoint` (high watermarks): Kafka's OffsetCheckpointFile: a version line `0`, a count line, then `<topic> <partition> <offset>`.
 
 Per partition directory (one writer: the replica that owns it):
 - `leader-epoch-checkpoint`: version `0`, count, then `<epoch> <start offset>` lines (LeaderEpochFileCache);
@@ -20,6 +20,7 @@ import uuid
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from rafka.common.types import TopicPartition
 
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+HIGH_WATERMARK_CHECKPOINT = "replication-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 UNDEFINED_EPOCH = -1         # Kafka's OffsetsForLeaderEpochResponse.UNDEFINED_EPOCH
 UNDEFINED_EPOCH_OFFSET = -1  # and UNDEFINED_EPOCH_OFFSET
@@ -105,15 +107,17 @@ def write_offset_checkpoint(path: str | Path, offsets: dict[TopicPartition, int]
 
 @dataclass
 class LogDirCheckpoints:
-    """The three per-log-dir checkpoints of Kafka's LogManager/LogCleaner, for one log dir."""
+    """The per-log-dir checkpoints of Kafka's LogManager, LogCleaner and ReplicaManager (high
+    watermarks), for one log dir."""
 
     log_dir: Path
     recovery_points: dict[TopicPartition, int] = field(default_factory=dict)
     log_start_offsets: dict[TopicPartition, int] = field(default_factory=dict)
     cleaner_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    high_watermarks: dict[TopicPartition, int] = field(default_factory=dict)
 
     _FILES = ((RECOVERY_POINT_CHECKPOINT, "recovery_points"), (LOG_START_OFFSET_CHECKPOINT, "log_start_offsets"),
-              (CLEANER_OFFSET_CHECKPOINT, "cleaner_offsets"))
+              (CLEANER_OFFSET_CHECKPOINT, "cleaner_offsets"), (HIGH_WATERMARK_CHECKPOINT, "high_watermarks"))
 
     @classmethod
     def load(cls, log_dir: str | Path) -> "LogDirCheckpoints":
@@ -129,9 +133,10 @@ class LogDirCheckpoints:
 
     def write(self, *, recovery_points: bool = True, log_start_offsets: bool = True,
               cleaner_offsets: bool = True) -> None:
-        """Write the chosen files from the current values (each atomically)."""
+        """Write the chosen files from the current values (each atomically); the high watermarks
+        go with the recovery points."""
         chosen = {RECOVERY_POINT_CHECKPOINT: recovery_points, LOG_START_OFFSET_CHECKPOINT: log_start_offsets,
-                  CLEANER_OFFSET_CHECKPOINT: cleaner_offsets}
+                  CLEANER_OFFSET_CHECKPOINT: cleaner_offsets, HIGH_WATERMARK_CHECKPOINT: recovery_points}
         for name, attr in self._FILES:
             if chosen[name]:
                 write_offset_checkpoint(self.log_dir / name, getattr(self, attr))
@@ -175,6 +180,21 @@ def read_partition_metadata(partition_dir: str | Path) -> uuid.UUID | None:
 def write_partition_metadata(partition_dir: str | Path, topic_id: uuid.UUID) -> None:
     write_atomically(Path(partition_dir) / PARTITION_METADATA,
                      f"version: {_VERSION}\ntopic_id: {topic_id_text(topic_id)}\n")
+
+
+def check_topic_id(directory: Path, tp: TopicPartition, topic_id: uuid.UUID | None) -> None:
+    """Write `partition.metadata`, or refuse (RuntimeError) a directory that belongs to another
+    topic id (a deleted topic's leftovers under a recreated name), as Kafka does."""
+    if topic_id is None or topic_id.int == 0:
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    stored = read_partition_metadata(directory)
+    if stored is None:
+        write_partition_metadata(directory, topic_id)
+    elif stored != topic_id:
+        raise RuntimeError(
+            f"The topic id {topic_id_text(topic_id)} of {tp} does not match the topic id "
+            f"{topic_id_text(stored)} in {directory}/partition.metadata (InconsistentTopicIdException)")
 
 
 # -- leader-epoch-checkpoint -------------------------------------------------------------------------
@@ -250,31 +270,35 @@ class LeaderEpochCache:
             self._flush()
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """(epoch, end offset) answering OffsetForLeaderEpoch for `epoch`, as Kafka 3.9's
-        `LeaderEpochFileCache.endOffsetFor`. The end offset of an epoch is the start offset of
-        the first larger epoch known, or `log_end_offset` for the latest one:
-
-        - the latest epoch: (it, `log_end_offset`);
-        - an epoch between two known ones (it never led, or led without writing): the largest
-          known epoch below it and the start of the next known one;
-        - an epoch below the first known one: (`epoch`, the first known epoch's start offset).
-          Older Kafka answered UNDEFINED_EPOCH_OFFSET here; since 2.x the data before the first
-          epoch is taken as gone, and the follower truncates to where the leader's log begins;
-        - UNDEFINED_EPOCH (-1), an empty cache, or an epoch above the latest one:
-          (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET), i.e. (-1, -1).
-        """
-        entries = self._entries
-        if epoch == UNDEFINED_EPOCH or not entries:
-            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        if epoch == entries[-1].epoch:
-            return epoch, log_end_offset
-        i = bisect_right([e.epoch for e in entries], epoch)  # entries[i]: the first epoch above it
-        if i == len(entries):
-            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
-        if i == 0:
-            return epoch, entries[0].start_offset
-        return entries[i - 1].epoch, entries[i].start_offset
+        """(epoch, end offset) answering OffsetForLeaderEpoch for `epoch` (`epoch_end_offset`)."""
+        return epoch_end_offset(self._entries, epoch, log_end_offset)
 
     def _flush(self) -> None:
         lines = [str(_VERSION), str(len(self._entries))] + [f"{e.epoch} {e.start_offset}" for e in self._entries]
         write_atomically(self.path, "\n".join(lines) + "\n")
+
+
+def epoch_end_offset(entries: Sequence[EpochEntry], epoch: int, log_end_offset: int) -> tuple[int, int]:
+    """(epoch, end offset) answering OffsetForLeaderEpoch for `epoch`, as Kafka 3.9's
+    `LeaderEpochFileCache.endOffsetFor`. The end offset of an epoch is the start offset of
+    the first larger epoch known, or `log_end_offset` for the latest one:
+
+    - the latest epoch: (it, `log_end_offset`);
+    - an epoch between two known ones (it never led, or led without writing): the largest
+      known epoch below it and the start of the next known one;
+    - an epoch below the first known one: (`epoch`, the first known epoch's start offset).
+      Older Kafka answered UNDEFINED_EPOCH_OFFSET here; since 2.x the data before the first
+      epoch is taken as gone, and the follower truncates to where the leader's log begins;
+    - UNDEFINED_EPOCH (-1), an empty cache, or an epoch above the latest one:
+      (UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET), i.e. (-1, -1).
+    """
+    if epoch == UNDEFINED_EPOCH or not entries:
+        return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+    if epoch == entries[-1].epoch:
+        return epoch, log_end_offset
+    i = bisect_right([e.epoch for e in entries], epoch)  # entries[i]: the first epoch above it
+    if i == len(entries):
+        return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+    if i == 0:
+        return epoch, entries[0].start_offset
+    return entries[i - 1].epoch, entries[i].start_offset

@@ -29,9 +29,7 @@ from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
 from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
 from rafka.partition_worker import data_channel as dc
-from rafka.partition_worker.checkpoints import (
-    LeaderEpochCache, read_partition_metadata, topic_id_text, write_partition_metadata,
-)
+from rafka.partition_worker.checkpoints import LeaderEpochCache, check_topic_id
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
 from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.storage_failure import describe_os_error
@@ -74,12 +72,18 @@ class PartitionReplica:
         self._logger = Prefixed(logging.getLogger(__name__), f"[PartitionReplica {tp} broker={broker_id}]")
         started = time.monotonic()
         directory = partition_dir(log_dir, tp)
-        self._check_topic_id(directory, topic_id)
+        check_topic_id(directory, tp, topic_id)
         self._log = PartitionLog.open(directory, config,
                                       recovery_point=checkpoint.recovery_point if checkpoint else None,
                                       log_start_offset=checkpoint.log_start_offset if checkpoint else None)
         self._leader_epochs = LeaderEpochCache(directory)
-        self._state = ReplicaState(broker_id=broker_id)
+        # The checkpointed high watermark (Kafka's replication-offset-checkpoint): a leader's
+        # never goes back, so after a restart or a dormancy consumers see what they saw before.
+        known_hw = checkpoint.high_watermark if checkpoint is not None and checkpoint.high_watermark else 0
+        self._state = ReplicaState(broker_id=broker_id, high_watermark=min(known_hw, self._log.log_end_offset))
+        self._last_write = time.monotonic()   # for dormancy (`replica.dormant.after.ms`)
+        self._awaiting_replication = 0        # acks=all appends not answered yet
+        self._idle_task: asyncio.Task | None = None
         self._appended = asyncio.Event()
         self._replicated = asyncio.Event()   # set (and replaced) whenever the high watermark moves
         self._expiry_task: asyncio.Task | None = None
@@ -90,20 +94,6 @@ class PartitionReplica:
         self._dir_failure_task: asyncio.Task | None = None   # telling the broker the log dir failed
         self._logger.info("opened log in %.3f s: log start %d, log end %d",
                           time.monotonic() - started, self._log.log_start_offset, self._log.log_end_offset)
-
-    def _check_topic_id(self, directory: Path, topic_id: uuid.UUID | None) -> None:
-        """Write `partition.metadata`, or refuse a directory that belongs to another topic id
-        (a deleted topic's leftovers under a recreated name), as Kafka does."""
-        if topic_id is None or topic_id.int == 0:
-            return
-        directory.mkdir(parents=True, exist_ok=True)
-        stored = read_partition_metadata(directory)
-        if stored is None:
-            write_partition_metadata(directory, topic_id)
-        elif stored != topic_id:
-            raise RuntimeError(
-                f"The topic id {topic_id_text(topic_id)} of {self._tp} does not match the topic id "
-                f"{topic_id_text(stored)} in {directory}/partition.metadata (InconsistentTopicIdException)")
 
     # -- control plane -------------------------------------------------------------
     async def ready(self) -> dict:
@@ -124,6 +114,8 @@ class PartitionReplica:
             self._retention_task = asyncio.ensure_future(self._apply_retention_periodically())
         if self._isr_task is None and self._coordinator is not None:
             self._isr_task = asyncio.ensure_future(self._check_isr_periodically())
+        if self._idle_task is None and self._coordinator is not None and self._config.replica_dormant_after_ms >= 0:
+            self._idle_task = asyncio.ensure_future(self._report_idleness())
         return {"pid": os.getpid(), "socket": self._socket_path}
 
     async def _apply_retention_periodically(self) -> None:
@@ -147,6 +139,7 @@ class PartitionReplica:
         segments deleted. Their files are removed file.delete.delay.ms later."""
         deleted = self._log.delete_old_segments(self._high_watermark(), now_ms)
         if deleted:
+            self._wrote()
             self._schedule_file_deletion()
         return deleted
 
@@ -194,6 +187,7 @@ class PartitionReplica:
         before = (self._state.leader, self._state.leader_epoch)
         code = self._state.apply(order, self._log.log_end_offset, _now_ms())
         self._isr_retry_at_ms = 0
+        self._wrote()
         if code is ErrorCode.NONE and order.leader == self._state.broker_id and not self._log.offline:
             # Kafka's makeLeader: the new epoch starts at the current log end.
             self._assign_leader_epoch(order.leader_epoch, self._log.log_end_offset)
@@ -273,6 +267,7 @@ class PartitionReplica:
         replaced segments' files are deleted after file.delete.delay.ms.
         """
         async with self._clean_lock:
+            self._wrote()
             now = _now_ms()
             cleaning = self._log.start_clean(dedupe_buffer_bytes, now, first_dirty_offset,
                                              max_offset=self._high_watermark())
@@ -295,11 +290,11 @@ class PartitionReplica:
         open skips recovery. Returns the final status (its recovery point is the log end)."""
         self._closed.set()
         for task in (self._expiry_task, self._flush_task, self._retention_task, self._file_deletion_timer,
-                     self._isr_task, self._alter_isr_task, self._dir_failure_task):
+                     self._isr_task, self._alter_isr_task, self._dir_failure_task, self._idle_task):
             if task is not None:
                 task.cancel()
         self._expiry_task = self._flush_task = self._retention_task = self._file_deletion_timer = None
-        self._isr_task = self._alter_isr_task = self._dir_failure_task = None
+        self._isr_task = self._alter_isr_task = self._dir_failure_task = self._idle_task = None
         if self._data_server is not None:
             self._data_server.close()
             self._data_server = None
@@ -412,6 +407,13 @@ class PartitionReplica:
             protocol.transport.write(dc.frame(request_id, dc.encode_produce_results(answered)))
 
     async def _await_replication(self, required_offset: int, timeout_ms: int) -> ErrorCode:
+        self._awaiting_replication += 1
+        try:
+            return await self._replication_outcome(required_offset, timeout_ms)
+        finally:
+            self._awaiting_replication -= 1
+
+    async def _replication_outcome(self, required_offset: int, timeout_ms: int) -> ErrorCode:
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             outcome = self._state.acks_all_outcome(required_offset, self._config.min_insync_replicas)
@@ -492,6 +494,7 @@ class PartitionReplica:
                                          log_append_time_ms=info.log_append_time_ms,
                                          log_start_offset=self._log.log_start_offset))
         self._state.advance_high_watermark(self._log.log_end_offset)
+        self._wrote()
         self._wake_fetchers()
         self._log_went_offline()
         return results
@@ -581,6 +584,7 @@ class PartitionReplica:
         if target < 0 or target > hw:
             self._logger.info("refused DeleteRecords to offset %d: the high watermark is %d", offset, hw)
             return DeleteRecordsResult(ErrorCode.OFFSET_OUT_OF_RANGE)
+        self._wrote()
         try:
             self._log.maybe_increment_log_start_offset(target, hw, "ClientRecordDeletion")
             if self._log.delete_segments_below_log_start(hw):
@@ -639,6 +643,46 @@ class PartitionReplica:
             self._isr_retry_at_ms = _now_ms() + ALTER_ISR_RETRY_BACKOFF_MS
         self._high_watermark_moved()
 
+    # -- dormancy (replica.dormant.after.ms) ----------------------------------------------
+    def _wrote(self) -> None:
+        """Something changed the log or the role: the replica is busy, not idle."""
+        self._last_write = time.monotonic()
+
+    def quiet(self) -> bool:
+        """Whether this replica could close now and lose nothing a reader of its files needs:
+        no write under way, and every replica has everything (a leader's high watermark is its
+        log end, which its in-sync followers have reached; a follower has what its leader told
+        it is committed)."""
+        state = self._state
+        if self._log.offline or self._clean_lock.locked() or self._awaiting_replication:
+            return False
+        if state.is_leader:
+            return (state.pending_isr is None and self._alter_isr_task is None
+                    and self._high_watermark() == self._log.log_end_offset)
+        return state.leader >= 0 and state.high_watermark == self._log.log_end_offset
+
+    def idle_for_ms(self) -> float:
+        """Milliseconds since the last write, or 0 while the replica is not quiet."""
+        return (time.monotonic() - self._last_write) * 1000 if self.quiet() else 0.0
+
+    async def _report_idleness(self) -> None:
+        """Once quiet and without writes for `replica.dormant.after.ms`, tell the broker (which
+        closes this replica and serves its partition from the files until a write comes);
+        again after the same delay while it stays so (the broker may have been busy)."""
+        after_ms = self._config.replica_dormant_after_ms
+        check_s = min(max(after_ms / 4000, 0.05), 5.0)
+        while True:
+            await asyncio.sleep(check_s)
+            idle_ms = self.idle_for_ms()
+            if idle_ms < after_ms:
+                continue
+            try:
+                coordinator = await self._coordinator_handle()
+                await asyncio.wait_for(coordinator.replica_idle.remote(self._tp, os.getpid()), ALTER_ISR_TIMEOUT_S)
+            except Exception as e:  # noqa: BLE001 - the broker is busy or gone: it hears again later
+                self._logger.info("could not report idleness: %r", e)
+            self._wrote()   # (not again before another full delay)
+
     # -- a follower -----------------------------------------------------------------
     def append_as_follower(self, records: memoryview | bytes, leader_high_watermark: int,
                            leader_log_start_offset: int) -> FollowerAppendResult:
@@ -650,6 +694,7 @@ class PartitionReplica:
             return FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         try:
             if len(records):
+                self._wrote()
                 info = self._log.append_as_follower(records)
                 for entry in info.epoch_starts:
                     self._assign_leader_epoch(entry.epoch, entry.start_offset)
@@ -673,6 +718,7 @@ class PartitionReplica:
         offline log (its dir failed) changes nothing: its appends are refused anyway."""
         if self._log.offline:
             return self._log.log_end_offset
+        self._wrote()
         if self._log.truncate_to(offset):
             self._logger.info("truncated the log to offset %d (log end now %d)", offset, self._log.log_end_offset)
         self._leader_epochs.truncate_from_end(self._log.log_end_offset)
@@ -684,6 +730,7 @@ class PartitionReplica:
         an offline log changes nothing."""
         if self._log.offline:
             return self._log.log_end_offset
+        self._wrote()
         self._log.truncate_fully_and_start_at(offset)
         self._leader_epochs.truncate_from_end(0)
         self._state.high_watermark = min(self._state.high_watermark, offset)

@@ -148,16 +148,23 @@ class LogSegment:
     @classmethod
     def open(cls, directory: Path, base_offset: int, *, index_interval_bytes: int = 4096,
              max_index_entries: int = DEFAULT_INDEX_BYTES // 8, recover: bool = False,
-             file_cache: SegmentFileCache | None = None) -> "LogSegment":
+             file_cache: SegmentFileCache | None = None, read_only: bool = False) -> "LogSegment":
         """Open an existing segment.
 
         With `recover`, scan and validate every batch (`recover()`). Otherwise trust the
         data: load the indexes and read the tail after the last index entry; an index that
         is missing (for a non-empty log) or fails its sanity check is rebuilt by `recover()`
         all the same. `recovered_bytes` tells what recovery cut (None: no recovery ran).
+        With `read_only` (a reader that is not the log's owner) nothing is written: a missing
+        file raises FileNotFoundError and an index that fails its checks CorruptIndexError.
         """
+        if read_only and not (Path(directory) / (segment_name(base_offset) + LOG_SUFFIX)).exists():
+            raise FileNotFoundError(f"segment {base_offset} of {directory} is gone")
         seg = cls(directory, base_offset, index_interval_bytes=index_interval_bytes,
                   max_index_entries=max_index_entries, file_cache=file_cache)
+        if read_only:
+            seg._load_indexes()
+            return seg
         if recover:
             seg.recovered_bytes = seg.recover()
             return seg

@@ -104,6 +104,9 @@ class ReplicaLogDirs:
         """Start (or replace, or cancel) a move per partition; the answer per partition."""
         out = {}
         for tp, destination in requests.items():
+            if tp in self._reconciler.dormant and destination in self._dirs:   # a move needs its process
+                if await self._reconciler.wake(tp, self._topic_id(tp)):
+                    await self._publish()
             code = plan.check_move(tp, destination, log_dirs=self._dirs.keys(), offline_dirs=self._offline_dirs(),
                                    offline_replicas={o.tp for o in self._reconciler.offline()},
                                    running=self._reconciler.replicas.keys(), known=self._known(tp))
@@ -229,6 +232,9 @@ class ReplicaLogDirs:
         while tp not in self._reconciler.replicas:
             if self._hosted(tp) is False:
                 return False
+            if tp in self._reconciler.dormant and await self._reconciler.wake(tp, self._topic_id(tp)):
+                await self._publish()
+                continue
             await asyncio.sleep(WAIT_RUNNING_S)
         return True
 

@@ -68,7 +68,8 @@ class LogMaintenance:
         for tp, status in zip(tps, statuses):
             if isinstance(status, ReplicaStatus):
                 self._checkpoints.update(tp, recovery_point=status.recovery_point,
-                                         log_start_offset=status.log_start_offset)
+                                         log_start_offset=status.log_start_offset,
+                                         high_watermark=status.high_watermark)
 
     async def write_checkpoints(self, replicas: Mapping[TopicPartition, Any], *, recovery_points: bool = True,
                                 log_start_offsets: bool = True, cleaner_offsets: bool = True,

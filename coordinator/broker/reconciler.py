@@ -9,6 +9,14 @@ started again with backoff on its own log; every other partition goes on (STYLE.
 Starts run at most `max_parallel_starts` at a time, so a burst of new partitions never floods
 the node with process creations.
 
+Dormant replicas (`replica.dormant.after.ms`): a replica that has been idle that long says
+so; `rest` closes it cleanly (after the front end stopped sending it requests) and keeps its
+`ClosedLog`, from which the front end serves reads. A new partition, and a leader whose log
+was closed cleanly with a known high watermark, start dormant: no process until a write.
+`wake` starts the replica again (a write came); a LeaderAndIsr a dormant replica cannot take
+without its process (`replica_plan.dormant_takes`) wakes it too. Wakes do not wait for a tick
+(a produce waits on them); they and rests are ordered per partition.
+
 Async; ticks never overlap (a lock), so the book changes in one place at a time. The Ray
 side lives behind the launcher (`RayReplicaLauncher`), so this class is tested with a fake one.
 """
@@ -18,7 +26,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Protocol, TypeVar
 
 from rafka.common.config import LogConfig
 from rafka.common.errors import ErrorCode, KafkaError
@@ -27,9 +35,11 @@ from rafka.common.types import TopicPartition
 from rafka.coordinator.broker import replica_plan as rp
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
+from rafka.partition_worker.closed_log import ClosedLog
 from rafka.partition_worker.replica_state import LeaderAndIsr
 
 state_change = logging.getLogger("rafka.state_change")
+T = TypeVar("T")
 
 DEFAULT_STEP_TIMEOUT_S = 600.0   # opening a log may scan segments after an unclean stop
 DEFAULT_MAX_PARALLEL_STARTS = 8
@@ -47,6 +57,18 @@ class Launcher(Protocol):
 
     async def stop(self, tp: TopicPartition, replica: Any) -> Any: ...
 
+    async def close(self, replica: Any) -> Any: ...
+
+    def kill(self, replica: Any) -> None: ...
+
+    async def open_dormant(self, tp: TopicPartition, topic_id: uuid.UUID | None, role: LeaderAndIsr,
+                           place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> ClosedLog | None: ...
+
+    async def reopen_dormant(self, replica: Any, status: Any,
+                             place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> ClosedLog | None: ...
+
+    async def take_role_dormant(self, closed: ClosedLog, role: LeaderAndIsr) -> ClosedLog: ...
+
 
 class ReplicaReconciler:
     """The book of a broker's replicas, and the ticks that move it toward its targets."""
@@ -57,7 +79,8 @@ class ReplicaReconciler:
                  max_parallel_starts: int = DEFAULT_MAX_PARALLEL_STARTS,
                  clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000,
                  on_replica_lost: Callable[[], Awaitable[None]] | None = None,
-                 on_leader_ready: Callable[[TopicPartition], None] | None = None) -> None:
+                 on_leader_ready: Callable[[TopicPartition], None] | None = None,
+                 dormancy: bool = False) -> None:
         self._broker_id = broker_id
         self._launcher = launcher
         self._maintenance = maintenance
@@ -72,6 +95,10 @@ class ReplicaReconciler:
         self._lock = asyncio.Lock()
         self.book: dict[TopicPartition, rp.ReplicaEntry] = {}
         self.replicas: dict[TopicPartition, Any] = {}   # running replicas (launcher's handles)
+        self.dormant: dict[TopicPartition, ClosedLog] = {}   # replicas without a process
+        self._dormancy = dormancy   # replica.dormant.after.ms >= 0: new partitions start dormant
+        self._waking: dict[TopicPartition, asyncio.Future] = {}
+        self._resting: dict[TopicPartition, asyncio.Future] = {}
         self.controller_epoch = -1
 
     # -- ticks -----------------------------------------------------------------------
@@ -96,8 +123,8 @@ class ReplicaReconciler:
             info = metadata.topics.get(tp.topic)
             return None if info is None else info.topic_id
 
-        work = ([(tp, self._start(tp, targets[tp], topic_id(tp))) for tp in steps.start]
-                + [(tp, self._become(tp, targets[tp])) for tp in steps.become])
+        work = ([(tp, self._start(tp, targets[tp], topic_id(tp), dormant_ok=self._dormancy)) for tp in steps.start]
+                + [(tp, self._become_step(tp, targets[tp], topic_id(tp))) for tp in steps.become])
         stops = [self._stop(tp) for tp in steps.stop]
         outcomes = await asyncio.gather(*(self._bounded(step) for _, step in work),
                                         *(self._bounded(step) for step in stops), return_exceptions=True)
@@ -109,16 +136,28 @@ class ReplicaReconciler:
                 self._log.error("could not remove replica %s of a deleted topic: %r", tp, outcome)
         if steps.start:
             running = sum(1 for tp in steps.start if tp in self.replicas)
-            self._log.info("started %d of %d partition replicas", running, len(steps.start))
+            dormant = sum(1 for tp in steps.start if tp in self.dormant)
+            self._log.info("started %d of %d partition replicas (%d more dormant: no process until a write)",
+                           running, len(steps.start), dormant)
 
-    async def _bounded(self, step: Awaitable[None]) -> None:
-        await asyncio.wait_for(step, self._step_timeout_s)
+    async def _bounded(self, step: Awaitable[T]) -> T:
+        return await asyncio.wait_for(step, self._step_timeout_s)
 
-    async def _start(self, tp: TopicPartition, target: LeaderAndIsr, topic_id: uuid.UUID | None) -> None:
+    async def _start(self, tp: TopicPartition, target: LeaderAndIsr, topic_id: uuid.UUID | None, *,
+                     dormant_ok: bool = False) -> None:
+        if dormant_ok:
+            closed = await self._launcher.open_dormant(tp, topic_id, target, self._maintenance.place)
+            if closed is not None:
+                self.dormant[tp] = closed
+                self.book[tp] = rp.dormant(target)
+                if target.leader == self._broker_id and self._on_leader_ready is not None:
+                    self._on_leader_ready(tp)
+                return
         async with self._starts:
             config = await self._topic_config(tp.topic)
             replica = await self._launcher.start(tp, topic_id, config, self._maintenance.place)
         self.replicas[tp] = replica
+        self.dormant.pop(tp, None)   # (kept while it started: the front end served reads meanwhile)
         self._watches[tp] = asyncio.ensure_future(self._watch(tp, replica))
         self._maintenance.opened(tp, config)
         previous = self.book.get(tp)
@@ -126,6 +165,23 @@ class ReplicaReconciler:
             self._log.info("replica %s started after %d failed attempts", tp, previous.failures)
         self.book[tp] = rp.started(None)
         await self._become(tp, target)
+
+    async def _become_step(self, tp: TopicPartition, target: LeaderAndIsr, topic_id: uuid.UUID | None) -> None:
+        """A tick's BECOME: after a wake under way; a dormant replica takes the role without its
+        process when it can, else it wakes with it."""
+        waking = self._waking.get(tp)
+        if waking is not None:
+            await asyncio.shield(waking)
+        entry = self.book.get(tp)
+        if entry is None or entry.phase is not rp.Phase.DORMANT:
+            await self._become(tp, target)
+        elif rp.dormant_takes(entry.role, target, self._broker_id):
+            self.dormant[tp] = await self._launcher.take_role_dormant(self.dormant[tp], target)
+            self.book[tp] = rp.accepted(entry, target)
+            if target.leader == self._broker_id and self._on_leader_ready is not None:
+                self._on_leader_ready(tp)
+        else:
+            await self.wake(tp, topic_id, role=target)
 
     async def _become(self, tp: TopicPartition, target: LeaderAndIsr) -> None:
         replica = self.replicas.get(tp)
@@ -141,6 +197,10 @@ class ReplicaReconciler:
                                  self._broker_id, tp, target.leader_epoch, target.controller_epoch, code.name)
 
     async def _stop(self, tp: TopicPartition) -> None:
+        waking = self._waking.get(tp)
+        if waking is not None:
+            await asyncio.shield(waking)
+        self.dormant.pop(tp, None)
         replica = self.replicas.pop(tp, None)
         watch = self._watches.pop(tp, None)
         if watch is not None:
@@ -191,6 +251,78 @@ class ReplicaReconciler:
                 self._failed(tp, e)
         return True
 
+    # -- dormancy ------------------------------------------------------------------------
+    async def rest(self, tp: TopicPartition, pid: int, quiesce: Callable[[], Awaitable[bool]]) -> bool:
+        """The running replica of `tp` (process `pid`) has been idle: once `quiesce` (the front
+        end stops sending it requests and drains those under way) says yes, close it cleanly
+        and keep its closed log. False, with the replica left running, when it is not the one
+        running, is starting or stopping, or the front end could not drain it; a replica whose
+        closed log cannot be read back starts again."""
+        async with self._lock:
+            replica, entry = self.replicas.get(tp), self.book.get(tp)
+            if (replica is None or getattr(replica, "pid", None) != pid or entry is None
+                    or entry.phase is not rp.Phase.RUNNING or entry.role is None or tp in self._waking):
+                return False
+            done = self._resting[tp] = asyncio.get_running_loop().create_future()
+            # Out of `replicas` first: a publication meanwhile shows it as closing, not running.
+            self.replicas.pop(tp)
+            try:
+                if not await self._bounded(quiesce()):
+                    self.replicas[tp] = replica
+                    return False
+                watch = self._watches.pop(tp, None)
+                if watch is not None:
+                    watch.cancel()
+                try:
+                    status = await self._bounded(self._launcher.close(replica))
+                finally:
+                    self._launcher.kill(replica)
+                self._maintenance.take_statuses([tp], [status])
+                closed = await self._launcher.reopen_dormant(replica, status, self._maintenance.place)
+                del replica
+                if closed is None:
+                    self._log.warning("replica %s closed but its log does not read as closed; starting it again", tp)
+                    await self._bounded(self._start(tp, entry.role, None))
+                    return False
+                self.dormant[tp] = closed
+                self.book[tp] = rp.dormant(entry.role)
+                self._log.info("replica %s is dormant (idle): its process exited; log end %d", tp,
+                               closed.log_end_offset)
+                return True
+            except Exception as e:  # noqa: BLE001 - this partition only: offline, started again with backoff
+                self._failed(tp, e)
+                return False
+            finally:
+                del self._resting[tp]
+                done.set_result(None)
+
+    async def wake(self, tp: TopicPartition, topic_id: uuid.UUID | None, role: LeaderAndIsr | None = None) -> bool:
+        """Start the dormant replica of `tp` (with `role`, default its last one); True once it runs.
+        Concurrent wakes share one start; a rest under way finishes first."""
+        resting = self._resting.get(tp)
+        if resting is not None:
+            await asyncio.shield(resting)
+        waking = self._waking.get(tp)
+        if waking is not None:
+            return await asyncio.shield(waking)
+        entry = self.book.get(tp)
+        if entry is None or entry.phase is not rp.Phase.DORMANT:
+            return tp in self.replicas
+        done = self._waking[tp] = asyncio.get_running_loop().create_future()
+        woke = False
+        try:
+            await self._bounded(self._start(tp, role or entry.role, topic_id))
+            woke = tp in self.replicas
+        except Exception as e:  # noqa: BLE001 - this partition only: offline, started again with backoff
+            self._failed(tp, e)
+        finally:
+            self.dormant.pop(tp, None)
+            del self._waking[tp]
+            done.set_result(woke)
+        if woke:
+            self._log.info("woke dormant replica %s", tp)
+        return woke
+
     def forget_all(self) -> None:
         """Drop every replica from the book (the broker is stopping; they were closed)."""
         for task in self._watches.values():
@@ -201,6 +333,7 @@ class ReplicaReconciler:
     def _failed(self, tp: TopicPartition, error: BaseException) -> None:
         """Record a failed step: the replica is offline until a retry starts it."""
         self.replicas.pop(tp, None)
+        self.dormant.pop(tp, None)
         reason = str(error) or type(error).__name__
         entry = rp.failed(self.book.get(tp), reason, self._clock_ms())
         self.book[tp] = entry
@@ -213,6 +346,23 @@ class ReplicaReconciler:
         """Running replicas that lead their partition."""
         return {tp: self.replicas[tp] for tp, e in self.book.items()
                 if tp in self.replicas and e.role is not None and e.role.leader == self._broker_id}
+
+    def dormant_leaders(self) -> dict[TopicPartition, ClosedLog | None]:
+        """Dormant replicas that lead their partition: the front end serves them from their
+        files. Those still closing are None (requests for them wait)."""
+        return {tp: closed for tp, closed in self._dormant_or_closing().items()
+                if self.book[tp].role.leader == self._broker_id}
+
+    def dormant_followers(self) -> dict[TopicPartition, ClosedLog | None]:
+        """Dormant (or closing: None) replicas that follow a live leader on another broker."""
+        return {tp: closed for tp, closed in self._dormant_or_closing().items()
+                if self.book[tp].role.leader not in (-1, self._broker_id)}
+
+    def _dormant_or_closing(self) -> dict[TopicPartition, ClosedLog | None]:
+        both: dict[TopicPartition, ClosedLog | None] = {tp: None for tp in self._resting}
+        both.update(self.dormant)
+        return {tp: closed for tp, closed in both.items()
+                if (e := self.book.get(tp)) is not None and e.role is not None}
 
     def followers(self) -> dict[TopicPartition, Any]:
         """Running replicas that follow a live leader on another broker (their fetcher's work)."""

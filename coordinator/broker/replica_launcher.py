@@ -10,8 +10,10 @@ The reconciler decides; this module does the Ray side of each step for one parti
 - stop: close it (flush, clean-shutdown marker) and kill it; delete its directory when its
   topic was deleted; or stop it for a restart under the same name (`stop`, which waits until
   Ray has released the name);
-- place: a partition not created yet goes to the log dir AlterReplicaLogDirs asked for, if any.
-Blocking calls (`ray.get_actor`, `rmtree`) run in threads.
+- place: a partition not created yet goes to the log dir AlterReplicaLogDirs asked for, if any;
+- dormant: a replica without a process (`replica.dormant.after.ms`): its directory claimed, its
+  topic id checked and its closed log read (`closed_log.py`), its new leader epochs written.
+Blocking calls (`ray.get_actor`, `rmtree`, file reads) run in threads.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import asyncio
 import shutil
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Collection
 
@@ -31,6 +33,8 @@ from rafka.common.config import LogConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.types import TopicPartition
 from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
+from rafka.partition_worker.checkpoints import LeaderEpochCache, check_topic_id
+from rafka.partition_worker.closed_log import ClosedLog, read_closed_log
 from rafka.partition_worker.data_channel import socket_path
 from rafka.partition_worker.log_dirs import choose_log_dir, find_partition_dir
 from rafka.partition_worker.replica_actor import PartitionReplica
@@ -76,15 +80,7 @@ class RayReplicaLauncher:
         name = replica_name(self._broker_id, tp)
         actor = await asyncio.to_thread(self._existing, name)
         if actor is None:
-            preferred = self._preferred.pop(tp, None)
-            if preferred is not None and preferred not in self._failed_dirs \
-                    and find_partition_dir(self._log_dirs, tp) is None:
-                log_dir = preferred
-            else:
-                log_dir = choose_log_dir(self._log_dirs, tp, failed=self._failed_dirs)
-            # Claimed before the next start chooses (no await in between): partitions started
-            # together spread over the log dirs rather than all picking the emptiest one.
-            (Path(log_dir) / str(tp)).mkdir(parents=True, exist_ok=True)
+            log_dir = self._claim_log_dir(tp)
             actor = ReplicaActor.options(
                 name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
                 **pin_to_node(self._node_id)).remote(
@@ -101,6 +97,73 @@ class RayReplicaLauncher:
             ray.kill(actor)
             raise
         return LaunchedReplica(actor, answer["socket"], log_dir, answer["pid"])
+
+    def _claim_log_dir(self, tp: TopicPartition) -> str:
+        """The log dir of `tp`: AlterReplicaLogDirs' preferred one for a partition not created
+        yet, else the one `choose_log_dir` picks. Claimed (its directory made) before the next
+        partition chooses, with no await in between: partitions started together spread over
+        the log dirs rather than all picking the emptiest one."""
+        preferred = self._preferred.pop(tp, None)
+        if preferred is not None and preferred not in self._failed_dirs \
+                and find_partition_dir(self._log_dirs, tp) is None:
+            log_dir = preferred
+        else:
+            log_dir = choose_log_dir(self._log_dirs, tp, failed=self._failed_dirs)
+        (Path(log_dir) / str(tp)).mkdir(parents=True, exist_ok=True)
+        return log_dir
+
+    # -- dormant replicas -----------------------------------------------------------------
+    async def open_dormant(self, tp: TopicPartition, topic_id: uuid.UUID | None, role: LeaderAndIsr,
+                           place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> ClosedLog | None:
+        """Take `tp` on without a process when that loses nothing: a new partition (no directory
+        yet, any role), or a leader whose log was closed cleanly with the high watermark at its
+        end (or the only replica). None: start the replica (a log to recover, a follower that
+        may have to truncate, a replica process that outlived its coordinator).
+        Raises when the directory belongs to another topic id, as the replica would."""
+        existing = find_partition_dir(self._log_dirs, tp)
+        if existing is None:
+            log_dir = self._claim_log_dir(tp)   # (on this loop, before the next one chooses)
+        elif role.leader != self._broker_id:
+            return None
+        else:
+            log_dir = existing
+        name = replica_name(self._broker_id, tp)
+        if existing is not None and await asyncio.to_thread(self._existing, name) is not None:
+            return None
+        return await asyncio.to_thread(self._open_dormant, tp, topic_id, role, place(tp, log_dir),
+                                       Path(log_dir) / str(tp), existing is None)
+
+    def _open_dormant(self, tp: TopicPartition, topic_id: uuid.UUID | None, role: LeaderAndIsr,
+                      checkpoint: PartitionCheckpoint, directory: Path, new: bool) -> ClosedLog | None:
+        check_topic_id(directory, tp, topic_id)
+        hw = checkpoint.high_watermark
+        if not new and hw is None and role.replicas != (self._broker_id,):
+            return None   # the high watermark is not known: the replica learns it from its followers
+        closed = read_closed_log(directory, log_start_offset=checkpoint.log_start_offset, high_watermark=hw)
+        if closed is None or (not new and closed.high_watermark < closed.log_end_offset):
+            return None
+        return self._with_role(closed, role)
+
+    async def reopen_dormant(self, replica: LaunchedReplica, status: Any,
+                             place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> ClosedLog | None:
+        """The closed log of a replica that has just closed cleanly (its last `status`)."""
+        tp = TopicPartition(status.topic, status.partition)
+        place(tp, replica.log_dir)
+        return await asyncio.to_thread(read_closed_log, Path(replica.log_dir) / str(tp),
+                                       log_start_offset=status.log_start_offset,
+                                       high_watermark=status.high_watermark)
+
+    async def take_role_dormant(self, closed: ClosedLog, role: LeaderAndIsr) -> ClosedLog:
+        """A dormant replica's new role (`replica_plan.dormant_takes` said it needs no process)."""
+        return await asyncio.to_thread(self._with_role, closed, role)
+
+    def _with_role(self, closed: ClosedLog, role: LeaderAndIsr) -> ClosedLog:
+        """As the replica's `become`: a leader's new epoch starts at its log end."""
+        if role.leader != self._broker_id or role.leader_epoch < 0 or closed.latest_epoch == role.leader_epoch:
+            return closed
+        cache = LeaderEpochCache(closed.directory)
+        cache.assign(role.leader_epoch, closed.log_end_offset)
+        return replace(closed, leader_epochs=cache.entries)
 
     def _existing(self, name: str) -> Any | None:
         try:

@@ -8,7 +8,10 @@ has tried to run. Each partition moves independently, one step per tick:
 
 - no entry, or an entry that failed and whose retry is due: START (open the log, then BECOME);
 - running with a role other than its target: BECOME;
-- an entry no target names any more (the topic was deleted): STOP and delete its files.
+- an entry no target names any more (the topic was deleted): STOP and delete its files;
+- dormant (its process closed after `replica.dormant.after.ms` without writes) with a role
+  other than its target: BECOME too, which the reconciler takes without a process when it
+  can (`dormant_takes`) and otherwise by starting the replica again.
 
 A failed start is kept in the book with its reason and retried with exponential backoff
 (`RETRY_BACKOFF_MS` doubling up to `RETRY_BACKOFF_MAX_MS`), so one partition that cannot open
@@ -31,6 +34,7 @@ RETRY_BACKOFF_MAX_MS = 30_000
 class Phase(enum.Enum):
     RUNNING = "running"   # the replica's log is open and its data socket listens
     FAILED = "failed"     # the last start failed; retried at `retry_at_ms`
+    DORMANT = "dormant"   # closed cleanly while idle; its broker serves reads from its files
 
 
 @dataclass(frozen=True)
@@ -75,7 +79,7 @@ def plan(targets: Mapping[TopicPartition, LeaderAndIsr], book: Mapping[TopicPart
         entry = book.get(tp)
         if entry is None or (entry.phase is Phase.FAILED and entry.retry_at_ms <= now_ms):
             start.append(tp)
-        elif entry.phase is Phase.RUNNING and entry.role != target:
+        elif entry.phase in (Phase.RUNNING, Phase.DORMANT) and entry.role != target:
             become.append(tp)
     stop = [tp for tp in sorted(book) if tp not in targets]
     return Plan(tuple(start), tuple(become), tuple(stop))
@@ -84,6 +88,21 @@ def plan(targets: Mapping[TopicPartition, LeaderAndIsr], book: Mapping[TopicPart
 def started(role: LeaderAndIsr | None) -> ReplicaEntry:
     """The entry of a replica whose log opened; `role` is None if it refused its order."""
     return ReplicaEntry(Phase.RUNNING, role=role)
+
+
+def dormant(role: LeaderAndIsr | None) -> ReplicaEntry:
+    """The entry of a replica that closed while idle (or was never started: a new partition)."""
+    return ReplicaEntry(Phase.DORMANT, role=role)
+
+
+def dormant_takes(role: LeaderAndIsr | None, target: LeaderAndIsr, broker_id: int) -> bool:
+    """Whether a dormant replica can take `target` without its process: a leader's new epoch
+    is one line in its leader-epoch-checkpoint, and an ISR change or an offline partition
+    changes nothing in its log. A follower under a new leader or epoch may have to truncate
+    first (OffsetForLeaderEpoch), which takes the replica."""
+    if target.leader in (broker_id, -1):
+        return True
+    return role is not None and (role.leader, role.leader_epoch) == (target.leader, target.leader_epoch)
 
 
 def failed(previous: ReplicaEntry | None, error: str, now_ms: float) -> ReplicaEntry:

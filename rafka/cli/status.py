@@ -51,8 +51,8 @@ def _print_text(report: dict) -> None:
         role = " (controller)" if b.get("controller") else ""
         rack = f" (rack {b['rack']})" if b.get("rack") else ""
         print(f"  broker {broker_id}{role}{rack}: {b['address']} {'serving' if b['reachable'] else 'NOT reachable'}"
-              + (f", {len(b['replicas'])} replicas running, leader of {b.get('leaders', 0)}"
-                 if "replicas" in b else ""))
+              + (f", {len(b['replicas'])} replicas running, {b.get('dormant_replicas', 0)} dormant, "
+                 f"leader of {b.get('leaders', 0)}" if "replicas" in b else ""))
         if "error" in b:
             print(f"    no answer from the broker: {b['error']}")
         pids = b.get("pids") or {}
@@ -64,7 +64,8 @@ def _print_text(report: dict) -> None:
             live = b.get("live_replicas", 0)
             each = f", {b['replica_pss_bytes'] / live / MIB:.0f} MiB per replica" if live else ""
             print(f"    memory (PSS): {b['pss_bytes'] / MIB:.0f} MiB: services {b['service_pss_bytes'] / MIB:.0f} MiB, "
-                  f"{live} live replicas {b['replica_pss_bytes'] / MIB:.0f} MiB{each}")
+                  f"{live} live replicas {b['replica_pss_bytes'] / MIB:.0f} MiB{each}, "
+                  f"{b.get('dormant_replicas', 0)} dormant replicas (no process)")
         if b.get("under_replicated_partitions"):
             print(f"    under-replicated (led here, ISR short): {', '.join(b['under_replicated_partitions'])}")
         if b.get("offline_partitions"):

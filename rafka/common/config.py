@@ -189,6 +189,10 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("min.insync.replicas", int, 1, "Minimum ISR for acks=all.", topic_name="min.insync.replicas",
               minimum=1),
     ConfigKey("replica.lag.time.max.ms", int, 30000, "Time before a lagging follower leaves the ISR."),
+    ConfigKey("replica.dormant.after.ms", int, 300_000,
+              "rafka: how long a replica with no writes (no produce, no follower catching up, no "
+              "DeleteRecords or cleaning) keeps its process; then it closes cleanly and its broker serves "
+              "reads from its files until a write wakes it. -1: replicas never go dormant.", minimum=-1),
     ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", int, LONG_MAX,
               "Bytes per second a replica move between log dirs (AlterReplicaLogDirs) copies at most.", minimum=1),
     ConfigKey("auto.leader.rebalance.enable", _parse_bool, True,
@@ -286,6 +290,7 @@ class LogConfig:
     retention_check_interval_ms: int = 300_000
     flush_scheduler_interval_ms: int = LONG_MAX
     replica_lag_time_max_ms: int = 30000
+    replica_dormant_after_ms: int = 300_000
 
     @property
     def compact(self) -> bool:
@@ -374,6 +379,7 @@ class BrokerConfig:
     leader_imbalance_per_broker_percentage: int = 10
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30000
+    replica_dormant_after_ms: int = 300_000
     replica_alter_log_dirs_io_max_bytes_per_second: int = LONG_MAX
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
@@ -478,6 +484,7 @@ class BrokerConfig:
             retention_check_interval_ms=self.log_retention_check_interval_ms,
             flush_scheduler_interval_ms=self.log_flush_scheduler_interval_ms,
             replica_lag_time_max_ms=self.replica_lag_time_max_ms,
+            replica_dormant_after_ms=self.replica_dormant_after_ms,
         )
 
 

@@ -71,11 +71,13 @@ def test_up_with_server_properties_and_an_external_zookeeper(tmp_path, zk_connec
 
         producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}")
         producer.send("cli-auto", b"x").get(timeout=30)
-        producer.close()
         assert len(list(log_dir.glob("cli-auto-*"))) == 3  # num.partitions from the file
+        for partition in range(3):   # new partitions start dormant (no process); a produce wakes each
+            producer.send("cli-auto", b"x", partition=partition).get(timeout=30)
+        producer.close()
         # The memory of the broker's processes (PSS, from its node's /proc), as the README's sizing rule uses it.
         broker = json.loads(rafka("status", "--data-dir", data_dir, "--output", "json").stdout)["brokers"]["7"]
-        assert broker["live_replicas"] == 3
+        assert broker["live_replicas"] == 3 and broker["dormant_replicas"] == 0
         assert 10 << 20 < broker["replica_pss_bytes"] / 3 < 500 << 20
         assert broker["pss_bytes"] == broker["replica_pss_bytes"] + broker["service_pss_bytes"]
         assert broker["service_pss_bytes"] > 20 << 20   # coordinator and front end

@@ -40,9 +40,11 @@ SIDE_BY_SIDE = {(STORAGE, PROTOCOL), (PROTOCOL, STORAGE)}
 # Folders whose every module, actor included, stays clear of others: the storage engine and its
 # replica actor know nothing of coordination or of the Kafka front end.
 NEVER_IMPORTS = {"rafka.partition_worker": ("rafka.coordinator", "rafka.net")}
-# The front end reaches segment files only through these partition_worker modules.
+# The front end reaches segment files only through these partition_worker modules (closed_log:
+# the reads of a dormant replica's closed log).
 FRONT_END_DOORS = {"rafka.partition_worker.messages", "rafka.partition_worker.data_channel",
-                   "rafka.partition_worker.file_cache", "rafka.partition_worker.segment_reader"}
+                   "rafka.partition_worker.file_cache", "rafka.partition_worker.segment_reader",
+                   "rafka.partition_worker.closed_log"}
 
 
 def layer_of(module: str) -> str:

@@ -1,0 +1,294 @@
+"""`DormantChannel`: the front end's channel to a replica that has no process (dormant).
+
+A replica with no writes for `replica.dormant.after.ms` closes cleanly and its process exits
+(coordinator/broker/reconciler.py); its partition stays online. This channel stands in for
+its `ReplicaChannel` with the same methods, so handlers need not know:
+
+- reads are served from the closed log's files (`ClosedLogReader`), as the replica would:
+  consumers' and followers' fetches, the group coordinator's loads, ListOffsets for the
+  earliest and latest offsets, OffsetForLeaderEpoch. A fetch with nothing to read waits its
+  `max_wait_ms` as usual; if the partition wakes meanwhile, the read goes on at the replica;
+- anything else (a produce, DeleteRecords, a follower behind the log end or under another
+  leader epoch, a timestamp lookup) first wakes the replica (`wake(tp)`, once) and is then
+  sent to it, in the order the calls came, before anything sent to the new channel directly.
+
+While the replica is being closed (`pending`: the front end stopped sending it requests, the
+broker has not yet said the log is closed) reads wait for the closed log too.
+Runs on the front end's event loop; not thread-safe.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Awaitable, Callable
+
+from rafka.common.errors import ErrorCode
+from rafka.common.types import TopicPartition
+from rafka.partition_worker.closed_log import ClosedLog, ClosedLogError, ClosedLogReader
+from rafka.partition_worker.messages import (
+    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, DeleteRecordsResult, FetchResult,
+    FollowerAppendResult, OffsetLookup, ProduceResult,
+)
+
+log = logging.getLogger(__name__)
+
+_LOST = FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+class DormantRead:
+    """A read of a dormant partition (the `PendingRead` of `data_plane.py`): its answer, and
+    `release()` to answer now with what there is."""
+
+    def __init__(self, answer: asyncio.Future, release: Callable[[], None] | None = None) -> None:
+        self.answer = answer
+        self._release = release
+
+    def release(self) -> None:
+        if self._release is not None and not self.answer.done():
+            self._release()
+
+
+class DormantChannel:
+    """Reads from the files of a dormant replica; wakes it for anything else."""
+
+    actor = None   # no process: the replica fetcher asks `closed` instead
+
+    def __init__(self, tp: TopicPartition, closed: ClosedLog | None, wake: Callable[[TopicPartition], None]) -> None:
+        self.tp = tp
+        self.socket_path: str | None = None   # never a live replica's: a live one replaces it
+        self.closed: ClosedLog | None = None
+        self._reader: ClosedLogReader | None = None
+        self._wake = wake
+        self._wake_asked = False
+        self._live: Any = None        # the replica's channel once it woke
+        self._ended = False           # woke, or no longer here: every deferred call was handed on
+        self._deferred: list[tuple[Callable[[Any], Awaitable], asyncio.Future, Any]] = []
+        self._state_changed = asyncio.Event()   # rested / woke: parked reads look again
+        if closed is not None:
+            self.rested(closed)
+
+    # -- what the front end tells it -------------------------------------------------------
+    @property
+    def ended(self) -> bool:
+        """Its replica runs again (or the partition left): it only hands calls on."""
+        return self._ended
+
+    @property
+    def pending(self) -> bool:
+        """Its replica is closing: the closed log is not known yet."""
+        return self.closed is None and not self._ended
+
+    def rested(self, closed: ClosedLog) -> None:
+        """The replica's log is closed (again, with a new leader epoch, say): serve reads from it."""
+        if closed == self.closed:
+            return
+        if self._reader is not None:
+            self._reader.close()
+        self.closed, self._reader = closed, ClosedLogReader(closed)
+        self._changed()
+
+    def woke(self, channel: Any | None) -> None:
+        """The replica runs again behind `channel` (None: the partition is no longer served here):
+        deferred calls go to it now, in the order they came; parked reads follow."""
+        if self._ended:
+            return
+        self._ended, self._live = True, channel
+        deferred, self._deferred = self._deferred, []
+        for call, future, if_lost in deferred:
+            if channel is None:
+                future.set_result(if_lost)
+            else:
+                _chain(call(channel), future, if_lost)
+        self.close()
+        self._changed()
+
+    def wake_failed(self) -> None:
+        """The broker could not be asked to wake it: the calls waiting for it are answered as
+        lost (clients retry) and the next one asks again."""
+        self._wake_asked = False
+        deferred, self._deferred = self._deferred, []
+        for _, future, if_lost in deferred:
+            future.set_result(if_lost)
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def _changed(self) -> None:
+        self._state_changed.set()
+        self._state_changed = asyncio.Event()
+
+    # -- writes and other calls that need the replica --------------------------------------
+    def _through_replica(self, call: Callable[[Any], Awaitable], if_lost: Any) -> Awaitable:
+        """`call(the replica's channel)` once it runs, queued now (calls keep their order)."""
+        if self._ended:
+            if self._live is None:
+                return _done(if_lost)
+            return call(self._live)
+        future = asyncio.get_running_loop().create_future()
+        self._deferred.append((call, future, if_lost))
+        if not self._wake_asked:
+            self._wake_asked = True
+            self._wake(self.tp)
+        return future
+
+    def append(self, records: Any, acks: int, timeout_ms: int = 0) -> Awaitable[ProduceResult]:
+        return self._through_replica(lambda c: c.append(records, acks, timeout_ms),
+                                     ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+
+    def delete_records(self, offset: int) -> Awaitable[DeleteRecordsResult]:
+        return self._through_replica(lambda c: c.delete_records(offset),
+                                     DeleteRecordsResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+
+    def follower_append(self, records: Any, leader_high_watermark: int,
+                        leader_log_start_offset: int) -> Awaitable[FollowerAppendResult]:
+        """A follower's batches from its leader: nothing to append keeps it dormant."""
+        closed = self.closed
+        if not len(records) and closed is not None and not self._ended:
+            return _done(FollowerAppendResult(ErrorCode.NONE, closed.log_end_offset,
+                                              min(leader_high_watermark, closed.log_end_offset)))
+        if not len(records) and self.pending:   # (closing: answered once it is closed, or woke)
+            return asyncio.ensure_future(self._once_settled(
+                lambda: self.follower_append(records, leader_high_watermark, leader_log_start_offset)))
+        return self._through_replica(lambda c: c.follower_append(records, leader_high_watermark,
+                                                                 leader_log_start_offset),
+                                     FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+
+    async def _once_settled(self, call: Callable[[], Awaitable]) -> Any:
+        """`call()` once the replica's close is done (or it woke instead)."""
+        while self.pending:
+            await self._state_changed.wait()
+        return await call()
+
+    def wake_now(self) -> None:
+        """Wake the replica with no call waiting (the fetcher needs it to truncate)."""
+        if not self._wake_asked and not self._ended:
+            self._wake_asked = True
+            self._wake(self.tp)
+
+    # -- reads -----------------------------------------------------------------------------
+    def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> Awaitable[FetchResult]:
+        return self.start_read(fetch_offset, max_bytes, max_wait_ms).answer
+
+    def start_read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> Any:
+        """A consumer's read, up to the high watermark."""
+        return self._read(lambda c: c.start_read(fetch_offset, max_bytes, max_wait_ms),
+                          lambda r: r.read(fetch_offset, max_bytes), max_wait_ms)
+
+    def read_log_end(self, fetch_offset: int, max_bytes: int) -> Awaitable[FetchResult]:
+        """The broker's own read (the group coordinator's load), up to the log end."""
+        return self._read(lambda c: _Started(c.read_log_end(fetch_offset, max_bytes)),
+                          lambda r: r.read(fetch_offset, max_bytes, up_to_log_end=True), 0).answer
+
+    def start_replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
+                           max_wait_ms: int = 0) -> Any:
+        """A follower's read. At the log end under this leader's epoch it is answered here (the
+        follower has everything: nothing moves); any other needs the replica."""
+        at_replica = (lambda c: c.start_replica_read(follower, leader_epoch, fetch_offset, max_bytes, max_wait_ms))
+        closed = self.closed
+        if closed is not None and not self._ended and (
+                fetch_offset != closed.log_end_offset or (leader_epoch >= 0 and leader_epoch != closed.latest_epoch)):
+            return DormantRead(asyncio.ensure_future(self._through_replica(
+                lambda c: at_replica(c).answer, _LOST)))
+        return self._read(at_replica, lambda r: r.read(fetch_offset, max_bytes, up_to_log_end=True), max_wait_ms)
+
+    def _read(self, at_replica: Callable[[Any], Any], here: Callable[[ClosedLogReader], FetchResult],
+              max_wait_ms: int) -> Any:
+        if self._ended:
+            return at_replica(self._live) if self._live is not None else DormantRead(_done(_LOST))
+        if self._reader is not None:
+            try:
+                result = here(self._reader)
+            except ClosedLogError as e:   # the replica's recovery deals with it
+                log.warning("%s: reading the dormant log failed (%s); waking its replica", self.tp, e)
+                return DormantRead(asyncio.ensure_future(self._through_replica(lambda c: at_replica(c).answer, _LOST)))
+            if result.regions or result.error is not ErrorCode.NONE or max_wait_ms <= 0:
+                return DormantRead(_done(result))
+        else:
+            result = None
+        released = asyncio.Event()
+        task = asyncio.ensure_future(self._wait_and_read(at_replica, here, max_wait_ms, result, released))
+        return DormantRead(task, released.set)
+
+    async def _wait_and_read(self, at_replica: Callable[[Any], Any], here: Callable[[ClosedLogReader], FetchResult],
+                             max_wait_ms: int, result: FetchResult | None, released: asyncio.Event) -> FetchResult:
+        """A parked read: until the partition wakes (the read goes on at the replica, with the
+        rest of its wait), it is released, or `max_wait_ms` passes; then what there is."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max_wait_ms / 1000
+        while True:
+            if self._ended:
+                if self._live is None:
+                    return _LOST
+                pending = at_replica(self._live)
+                if released.is_set():
+                    pending.release()
+                return await pending.answer
+            if self._reader is not None and result is None:
+                try:
+                    result = here(self._reader)
+                except ClosedLogError:
+                    result = FetchResult(ErrorCode.NONE, self.closed.high_watermark, self.closed.high_watermark,
+                                         self.closed.log_start_offset)
+                if result.regions or result.error is not ErrorCode.NONE:
+                    return result
+            remaining = deadline - loop.time()
+            if (released.is_set() or remaining <= 0) and result is not None:
+                return result
+            changed = asyncio.ensure_future(self._state_changed.wait())
+            release = asyncio.ensure_future(released.wait())
+            try:
+                await asyncio.wait((changed, release), timeout=max(remaining, 0) if result is not None else None,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                changed.cancel()
+                release.cancel()
+            if result is not None and not self._ended and (released.is_set() or loop.time() >= deadline):
+                return result
+
+    def list_offset(self, timestamp: int) -> Awaitable[OffsetLookup]:
+        """The earliest and latest offsets from what the broker keeps; a lookup by time or of
+        the largest timestamp reads record timestamps: the replica answers it."""
+        closed = self.closed
+        if closed is not None and not self._ended:
+            if timestamp == LATEST_TIMESTAMP:
+                return _done(OffsetLookup(ErrorCode.NONE, -1, closed.high_watermark, closed.latest_epoch))
+            if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+                return _done(OffsetLookup(ErrorCode.NONE, -1, closed.log_start_offset, closed.latest_epoch))
+        return self._through_replica(lambda c: c.list_offset(timestamp), OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+
+    async def offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int) -> tuple[ErrorCode, int, int]:
+        closed = self.closed
+        if closed is not None and not self._ended and current_leader_epoch in (-1, closed.latest_epoch):
+            return (ErrorCode.NONE, *closed.end_offset_for(leader_epoch))
+        return await self._through_replica(lambda c: c.offset_for_leader_epoch(current_leader_epoch, leader_epoch),
+                                           (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1))
+
+
+class _Started:
+    """An awaitable answer in `PendingRead`'s shape (for calls that cannot be released)."""
+
+    def __init__(self, answer: Awaitable) -> None:
+        self.answer = asyncio.ensure_future(answer)
+
+    def release(self) -> None:
+        pass
+
+
+def _done(value: Any) -> asyncio.Future:
+    future = asyncio.get_running_loop().create_future()
+    future.set_result(value)
+    return future
+
+
+def _chain(awaitable: Awaitable, future: asyncio.Future, if_lost: Any) -> None:
+    """Settle `future` with what `awaitable` gives (`if_lost` if it fails)."""
+    def settle(done: asyncio.Future) -> None:
+        if future.done():
+            return
+        if done.cancelled() or done.exception() is not None:
+            future.set_result(if_lost)
+        else:
+            future.set_result(done.result())
+    asyncio.ensure_future(awaitable).add_done_callback(settle)

@@ -1,0 +1,170 @@
+"""`ClosedLog`: what a broker keeps of a cleanly closed partition log, and reads of it without
+its replica process (a dormant replica: `replica.dormant.after.ms`).
+
+A replica that has been idle closes its log cleanly (clean-shutdown marker, producer-state
+snapshot, indexes trimmed) and its process exits. The partition stays online: its broker
+answers Fetch, ListOffsets (earliest, latest) and OffsetForLeaderEpoch from the files and
+from the few numbers here, and starts the replica again for anything that changes the log.
+A new partition whose directory holds no segment yet is a closed log too (empty).
+
+Reads open the segment that holds the offset read-only (`LogSegment.open(read_only=True)`:
+an index that fails its checks raises instead of being rebuilt, since only the replica
+writes) and keep the last few open; nothing is held for a partition nobody reads.
+Pure file I/O, no Ray; the coordinator builds a `ClosedLog` in a thread.
+"""
+from __future__ import annotations
+
+import os
+from bisect import bisect_right
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+from rafka.common.errors import ErrorCode
+from rafka.partition_worker.checkpoints import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCache, epoch_end_offset
+from rafka.partition_worker.index import CorruptIndexError
+from rafka.partition_worker.log import CLEAN_SHUTDOWN_FILE
+from rafka.partition_worker.messages import FetchResult, Region
+from rafka.partition_worker.segment import LOG_SUFFIX, LogSegment
+
+# Files that say a cleaner swap was cut short: only the replica's recovery may finish it.
+_UNFINISHED_SUFFIXES = (".cleaned", ".swap")
+# Segments a dormant partition's reader keeps open (consumers read one or two at a time).
+OPEN_SEGMENTS = 2
+
+
+class ClosedLogError(Exception):
+    """The closed log cannot be read without its replica (a corrupt index, a file gone):
+    the broker starts the replica, whose recovery deals with it."""
+
+
+@dataclass(frozen=True)
+class ClosedLog:
+    """A cleanly closed log: its segments' base offsets and the offsets that bound it (what
+    the broker keeps of a dormant replica; a few hundred bytes, sent to the front end)."""
+
+    directory: str
+    bases: tuple[int, ...]
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    size_bytes: int
+    leader_epochs: tuple[EpochEntry, ...]
+
+    @property
+    def latest_epoch(self) -> int:
+        """The leader epoch of the log's latest epoch entry (-1: none)."""
+        return self.leader_epochs[-1].epoch if self.leader_epochs else -1
+
+    def end_offset_for(self, leader_epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch's (epoch, end offset) from the epochs kept at close."""
+        return epoch_end_offset(self.leader_epochs, leader_epoch, self.log_end_offset)
+
+
+class ClosedLogReader:
+    """Reads of one closed log, keeping the last `OPEN_SEGMENTS` segments it read open."""
+
+    def __init__(self, log: ClosedLog) -> None:
+        self.log = log
+        self._open: OrderedDict[int, LogSegment] = OrderedDict()
+
+    # -- reads -----------------------------------------------------------------------------
+    def read(self, fetch_offset: int, max_bytes: int, *, up_to_log_end: bool = False) -> FetchResult:
+        """Whole batches from `fetch_offset` up to the high watermark (or the log end) as file
+        regions, as the replica answers a consumer's read; OFFSET_OUT_OF_RANGE outside the log.
+        Raises ClosedLogError when the files do not read as the replica left them."""
+        log = self.log
+        hw, start = log.high_watermark, log.log_start_offset
+        if fetch_offset > log.log_end_offset or fetch_offset < start:
+            return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
+        end = log.log_end_offset if up_to_log_end else hw
+        if fetch_offset >= end:
+            return FetchResult(ErrorCode.NONE, hw, hw, start)
+        regions: list[Region] = []
+        next_offset, budget = fetch_offset, max_bytes
+        i = max(0, bisect_right(log.bases, fetch_offset) - 1)
+        for base in log.bases[i:]:
+            if next_offset >= end:
+                break
+            segment = self._segment(base)
+            try:
+                got, seg_next, size = segment.read(next_offset, budget, end, min_one=not regions)
+            except OSError as e:
+                raise ClosedLogError(f"reading {segment.log_path}: {e}") from e
+            if not got:
+                if regions or (segment.size and segment.next_offset > next_offset):
+                    break
+                continue   # (emptied by the cleaner: skipped, as the replica does)
+            regions.extend(Region(r.path, r.position, r.length, r.inode) for r in got)
+            next_offset, budget = seg_next, budget - size
+            if budget <= 0 or next_offset < segment.next_offset:
+                break
+        if not regions:
+            return FetchResult(ErrorCode.NONE, hw, hw, start)
+        return FetchResult(ErrorCode.NONE, hw, hw, start, tuple(regions), next_offset)
+
+    def close(self) -> None:
+        """Close the segments a read left open (the partition woke or left this broker)."""
+        while self._open:
+            _, segment = self._open.popitem()
+            segment.close()
+
+    def _segment(self, base: int) -> LogSegment:
+        segment = self._open.get(base)
+        if segment is not None:
+            self._open.move_to_end(base)
+            return segment
+        try:
+            segment = LogSegment.open(Path(self.log.directory), base, read_only=True)
+        except (CorruptIndexError, OSError) as e:
+            raise ClosedLogError(f"opening segment {base} of {self.log.directory}: {e}") from e
+        self._open[base] = segment
+        while len(self._open) > OPEN_SEGMENTS:
+            _, oldest = self._open.popitem(last=False)
+            oldest.close()
+        return segment
+
+
+def read_closed_log(directory: Path, *, log_start_offset: int | None = None,
+                    high_watermark: int | None = None) -> ClosedLog | None:
+    """The closed log in `directory`, or None when it was not closed cleanly (no clean-shutdown
+    marker while segments exist, a cleaner swap cut short, an index that fails its checks):
+    then only the replica, recovering it, may open it. A directory without segments (a new
+    partition) is an empty closed log.
+
+    `log_start_offset` is the log dir checkpoint's (clamped to the segments); `high_watermark`
+    the last known one (None: unknown, taken as the log end, which holds only when every
+    replica had everything: the caller decides)."""
+    directory = Path(directory)
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        names = []
+    if any(n.endswith(_UNFINISHED_SUFFIXES) for n in names):
+        return None
+    bases = sorted(int(n[:-len(LOG_SUFFIX)]) for n in names
+                   if n.endswith(LOG_SUFFIX) and n[:-len(LOG_SUFFIX)].isdigit())
+    if bases and CLEAN_SHUTDOWN_FILE not in names:
+        return None
+    if not bases:
+        end, size = 0, 0
+        bases = [0]
+    else:
+        try:
+            last = LogSegment.open(directory, bases[-1], read_only=True)
+        except (CorruptIndexError, OSError):
+            return None
+        end = last.next_offset
+        last.close()
+        size = sum(_size(directory / f"{b:020d}{LOG_SUFFIX}") for b in bases)
+    start = bases[0] if log_start_offset is None else min(max(log_start_offset, bases[0]), end)
+    hw = end if high_watermark is None else min(max(high_watermark, 0), end)
+    epochs = LeaderEpochCache(directory).entries if (directory / LEADER_EPOCH_CHECKPOINT).exists() else ()
+    return ClosedLog(str(directory), tuple(bases), start, end, hw, size, tuple(epochs))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
