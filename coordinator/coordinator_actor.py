@@ -29,6 +29,7 @@ idempotent: a restarted controller sends them again.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import time
@@ -53,7 +54,7 @@ from rafka.coordinator.broker.log_dir_mover import ReplicaLogDirs
 from rafka.coordinator.broker.log_dir_plan import LogDirDescription
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.coordinator.broker.offline_report import REPORT_TIMEOUT_S, OfflineReplicaReport
-from rafka.coordinator.broker.reconciler import ReplicaReconciler
+from rafka.coordinator.broker.reconciler import DEFAULT_MAX_PARALLEL_STARTS, ReplicaReconciler
 from rafka.coordinator.broker.replica_launcher import RayReplicaLauncher
 from rafka.coordinator.broker.replica_plan import with_offline_replicas
 from rafka.coordinator.controller.controller import Controller
@@ -63,6 +64,7 @@ from rafka.coordinator.zk.zk_data import BrokerRegistration, ProducerIdBlock
 from rafka.coordinator.zk.zk_store import ZkStore
 from rafka.net.frontend_actor import Frontend
 from rafka.net.socket_settings import SocketServerSettings
+from rafka.partition_worker.closed_log import ClosedLogError, upkeep_due
 from rafka.partition_worker.log_dir_moves import recover_moves
 from rafka.partition_worker.log_dirs import check_meta_properties
 from rafka.partition_worker.messages import AlterIsr
@@ -107,7 +109,9 @@ class BrokerCoordinator:
         self._failed_dirs = FailedLogDirs()
         self._fenced: dict[TopicPartition, Any] = {}   # replicas on failed dirs told so (their handles)
         launcher = RayReplicaLauncher(self._id, config.log_dirs, namespace, node_id,
-                                      coordinator=coordinator_name(self._id), failed_dirs=self._failed_dirs)
+                                      coordinator=coordinator_name(self._id), failed_dirs=self._failed_dirs,
+                                      spares=config.replica_spare_processes)
+        self._launcher = launcher
         self._reconciler = ReplicaReconciler(self._id, launcher, self._maintenance, self._topic_config, self._log,
                                              on_replica_lost=self._replica_lost,
                                              on_leader_ready=self._leader_ready,
@@ -189,11 +193,14 @@ class BrokerCoordinator:
             self._tasks.append(asyncio.create_task(self._run_cleaner()))
         if self._config.auto_leader_rebalance_enable:
             self._tasks.append(asyncio.create_task(self._rebalance_leaders_periodically()))
+        if self._config.replica_dormant_after_ms >= 0:
+            self._tasks.append(asyncio.create_task(self._upkeep_dormant_periodically()))
         self._wake.set()
         # Serve only once the controller has sent metadata that lists this broker, so a
         # client's first Metadata request already sees it (Kafka's broker waits likewise).
         if not await self._await_metadata(lambda m: self._id in m.brokers, SERVE_WAIT_MS):
             self._log.warning("no metadata from a controller after %d s; serving anyway", SERVE_WAIT_MS // 1000)
+        self._launcher.refill()   # spare replica processes, once the broker's own starts are under way
         return {"broker_id": self._id, "host": advertised.host, "port": port, "cluster_id": self._cluster_id,
                 "pid": os.getpid()}
 
@@ -215,6 +222,7 @@ class BrokerCoordinator:
                 await self._frontend.stop.remote()
             except Exception:  # noqa: BLE001 - already gone
                 pass
+        self._launcher.stop_spares()
         replicas = dict(self._reconciler.replicas)
         closed = await asyncio.gather(*[r.actor.close.remote() for r in replicas.values()], return_exceptions=True)
         self._maintenance.take_statuses(list(replicas), closed)
@@ -250,6 +258,7 @@ class BrokerCoordinator:
                 "endpoint": str(self._endpoint), "pid": os.getpid(), "node_id": self._node_id, "pids": pids,
                 "replicas": sorted(str(tp) for tp in self._reconciler.replicas),
                 "dormant_replicas": len(self._reconciler.dormant),
+                "spare_replica_processes": self._launcher.spares,
                 "leaders": len(led),
                 "under_replicated_partitions": sorted(f"{t}-{i.partition}" for t, i in _partitions(metadata)
                                                       if i.leader == me and len(i.isr) < len(i.replicas)),
@@ -284,6 +293,8 @@ class BrokerCoordinator:
                 frontend_name(self._id): await self._frontend.pid.remote()}
         for tp, replica in self._reconciler.replicas.items():
             pids[replica_name(self._id, tp)] = replica.pid
+        for i, pid in enumerate(await self._launcher.spare_pids()):
+            pids[f"replica-spare:{self._id}:{i}"] = pid
         return pids
 
     def _replica_actors(self) -> dict:
@@ -512,6 +523,44 @@ class BrokerCoordinator:
             self._report_offline()
         await self._publish()
         return woke
+
+    async def _upkeep_dormant_periodically(self) -> None:
+        """Every log.retention.check.interval.ms, wake the dormant replicas whose logs need
+        upkeep (a retention pass would delete a segment, the cleaner would compact them): they
+        do it as any replica does, and go dormant again after replica.dormant.after.ms."""
+        interval_s = self._config.log_retention_check_interval_ms / 1000
+        while not self._stopping:
+            await asyncio.sleep(interval_s)
+            try:
+                await self._upkeep_dormant()
+            except Exception:  # noqa: BLE001 - keep the task alive; the next round tries again
+                self._log.exception("checking the dormant replicas' logs failed")
+
+    async def _upkeep_dormant(self) -> None:
+        now_ms = int(time.time() * 1000)
+        configs: dict[str, LogConfig] = {}
+        due: list[tuple[TopicPartition, str]] = []
+        for tp, closed in list(self._reconciler.dormant.items()):
+            if tp.topic not in configs:
+                config = await self._topic_config(tp.topic)
+                if not self._config.log_cleaner_enable:   # no cleaner: nothing to compact
+                    config = dataclasses.replace(config, cleanup_policy=tuple(
+                        p for p in config.cleanup_policy if p != "compact"))
+                configs[tp.topic] = config
+            try:
+                reason = await asyncio.to_thread(upkeep_due, closed, configs[tp.topic],
+                                                 self._maintenance.cleaner_offset(tp), now_ms)
+            except ClosedLogError as e:   # its replica's recovery deals with it
+                reason = str(e)
+            if reason is not None:
+                due.append((tp, reason))
+        starts = asyncio.Semaphore(DEFAULT_MAX_PARALLEL_STARTS)
+
+        async def wake(tp: TopicPartition, reason: str) -> None:
+            async with starts:
+                self._log.info("waking dormant replica %s for its log's upkeep: %s", tp, reason)
+                await self.wake_replica(tp)
+        await asyncio.gather(*(wake(tp, reason) for tp, reason in due))
 
     def _checkpoint_soon(self) -> None:
         """Write the checkpoints shortly after replicas went dormant (coalesced): a broker killed

@@ -103,6 +103,11 @@ class CleanableInfo:
     def needs_compaction_now(self) -> bool:
         return self.max_compaction_delay_ms > 0
 
+    def worth_cleaning(self, min_cleanable_ratio: float) -> bool:
+        """Kafka's choice of a log to clean: a record past max.compaction.lag.ms, or a dirty
+        ratio above the topic's min.cleanable.dirty.ratio."""
+        return (self.needs_compaction_now and self.cleanable_bytes > 0) or self.dirty_ratio > min_cleanable_ratio
+
 
 @dataclass(frozen=True)
 class CleanResult:

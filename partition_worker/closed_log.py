@@ -20,7 +20,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
+from rafka.common.config import LogConfig
 from rafka.common.errors import ErrorCode
+from rafka.partition_worker import retention
+from rafka.partition_worker.cleaner import cleanable_info
 from rafka.partition_worker.checkpoints import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCache, epoch_end_offset
 from rafka.partition_worker.index import CorruptIndexError
 from rafka.partition_worker.log import CLEAN_SHUTDOWN_FILE
@@ -161,6 +164,39 @@ def read_closed_log(directory: Path, *, log_start_offset: int | None = None,
     hw = end if high_watermark is None else min(max(high_watermark, 0), end)
     epochs = LeaderEpochCache(directory).entries if (directory / LEADER_EPOCH_CHECKPOINT).exists() else ()
     return ClosedLog(str(directory), tuple(bases), start, end, hw, size, tuple(epochs))
+
+
+def upkeep_due(log: ClosedLog, config: LogConfig, cleaner_offset: int | None, now_ms: int) -> str | None:
+    """Why the replica of a closed log must wake for its upkeep (the rules of its own
+    retention pass and of the cleaner's choice, applied to its segments), or None:
+    a segment below the log start offset, or past retention.bytes or retention.ms (with
+    `delete` in cleanup.policy), or enough dirty bytes to compact (with `compact`).
+    Raises ClosedLogError when the segments cannot be read."""
+    if len(log.bases) < 2:
+        return None   # only the active segment: nothing is deleted or cleaned
+    segments: list[LogSegment] = []
+    try:
+        for base in log.bases:
+            segments.append(LogSegment.open(Path(log.directory), base, read_only=True))
+        hw = log.high_watermark
+        plans = [retention.log_start_offset_breached(segments, log.log_start_offset, hw)]
+        if config.delete:
+            plans += [retention.retention_size_breached(segments, config.retention_bytes, hw),
+                      retention.retention_ms_breached(segments, config.retention_ms, now_ms, hw)]
+        for plan in plans:
+            if plan.segments:
+                return plan.reason
+        if config.compact:
+            info = cleanable_info(segments, config, cleaner_offset, now_ms, log_start_offset=log.log_start_offset,
+                                  max_offset=hw)
+            if info.worth_cleaning(config.min_cleanable_dirty_ratio):
+                return f"dirty ratio {info.dirty_ratio:.2f} to compact"
+        return None
+    except (CorruptIndexError, OSError) as e:
+        raise ClosedLogError(f"reading the segments of {log.directory}: {e}") from e
+    finally:
+        for segment in segments:
+            segment.close()
 
 
 def _size(path: Path) -> int:

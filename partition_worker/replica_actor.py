@@ -54,13 +54,35 @@ def partition_dir(log_dir: str, tp: TopicPartition) -> Path:
 class PartitionReplica:
     """One replica of one partition. Created by its broker's `BrokerCoordinator` only."""
 
-    def __init__(self, broker_id: int, tp: TopicPartition, log_dir: str, config: LogConfig,
-                 socket_path: str | None = None, *, checkpoint: PartitionCheckpoint | None = None,
-                 topic_id: uuid.UUID | None = None, coordinator: Any = None) -> None:
-        self._tp = tp
+    def __init__(self, broker_id: int, tp: TopicPartition | None = None, log_dir: str | None = None,
+                 config: LogConfig | None = None, socket_path: str | None = None, *,
+                 checkpoint: PartitionCheckpoint | None = None, topic_id: uuid.UUID | None = None,
+                 coordinator: Any = None) -> None:
+        """The replica of `tp`, its log opened; without `tp` a spare process that `open` gives a
+        partition later (its broker keeps a few, so a dormant partition wakes without waiting
+        for a process to start)."""
+        self._broker_id = broker_id
         # Its broker's BrokerCoordinator (ISR changes go through it): a handle, or its (name, namespace),
         # looked up at the first ISR change; a handle unpickled here would import the coordinator's code.
         self._coordinator = coordinator
+        self._tp: TopicPartition | None = None
+        self._closed = asyncio.Event()
+        if tp is not None:
+            self._open(tp, log_dir, config, socket_path, checkpoint, topic_id)
+
+    async def open(self, tp: TopicPartition, log_dir: str, config: LogConfig, socket_path: str | None,
+                   checkpoint: PartitionCheckpoint | None = None, topic_id: uuid.UUID | None = None) -> dict:
+        """A spare process (never opened, or closed and given back) takes the partition `tp`:
+        its log opens, then it serves; answers as `ready` does."""
+        if self._tp is not None and not self._closed.is_set():
+            raise RuntimeError(f"this replica process still serves {self._tp}")
+        self._open(tp, log_dir, config, socket_path, checkpoint, topic_id)
+        return await self.ready()
+
+    def _open(self, tp: TopicPartition, log_dir: str, config: LogConfig, socket_path: str | None,
+              checkpoint: PartitionCheckpoint | None, topic_id: uuid.UUID | None) -> None:
+        broker_id = self._broker_id
+        self._tp = tp
         self._alter_isr_task: asyncio.Task | None = None
         self._isr_task: asyncio.Task | None = None
         self._closed = asyncio.Event()
@@ -96,6 +118,9 @@ class PartitionReplica:
                           time.monotonic() - started, self._log.log_start_offset, self._log.log_end_offset)
 
     # -- control plane -------------------------------------------------------------
+    def pid(self) -> int:
+        return os.getpid()
+
     async def ready(self) -> dict:
         """Answers once the log is open and the data socket listens: {"pid", "socket"}."""
         if self._socket_path and self._data_server is None:

@@ -31,9 +31,7 @@ class LogToClean:
 
     @property
     def cleanable(self) -> bool:
-        info = self.info
-        return ((info.needs_compaction_now and info.cleanable_bytes > 0)
-                or info.dirty_ratio > self.min_cleanable_ratio)
+        return self.info.worth_cleaning(self.min_cleanable_ratio)
 
 
 class CleanerManager:

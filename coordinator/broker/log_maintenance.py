@@ -49,6 +49,10 @@ class LogMaintenance:
         """`tp`'s log now lives in `log_dir` (AlterReplicaLogDirs): its checkpointed values go with it."""
         self._checkpoints.move(tp, log_dir)
 
+    def cleaner_offset(self, tp: TopicPartition) -> int | None:
+        """The cleaner's checkpoint of `tp` (its first dirty offset), if it has one."""
+        return self._cleaner_checkpoints.get(tp)
+
     def opened(self, tp: TopicPartition, config: LogConfig) -> None:
         self._log_configs[tp] = config
 

@@ -61,6 +61,8 @@ class Launcher(Protocol):
 
     def kill(self, replica: Any) -> None: ...
 
+    def release(self, replica: Any) -> None: ...
+
     async def open_dormant(self, tp: TopicPartition, topic_id: uuid.UUID | None, role: LeaderAndIsr,
                            place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> ClosedLog | None: ...
 
@@ -275,8 +277,10 @@ class ReplicaReconciler:
                     watch.cancel()
                 try:
                     status = await self._bounded(self._launcher.close(replica))
-                finally:
+                except BaseException:
                     self._launcher.kill(replica)
+                    raise
+                self._launcher.release(replica)   # (its process may serve another partition next)
                 self._maintenance.take_statuses([tp], [status])
                 closed = await self._launcher.reopen_dormant(replica, status, self._maintenance.place)
                 del replica

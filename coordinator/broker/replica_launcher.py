@@ -1,15 +1,16 @@
 """`RayReplicaLauncher`: starts, orders and stops one broker's `PartitionReplica` actors.
 
 The reconciler decides; this module does the Ray side of each step for one partition:
-- start: reuse a live replica actor of that name (one that outlived a coordinator restart),
-  or create one pinned to the broker's node with its log dir chosen, and wait until its log
-  is open and its data socket listens; a replica that fails to open is killed, so the next
-  try starts from scratch under the same name;
+- start: give the partition a spare replica process (or create one, pinned to the broker's
+  node), its log dir chosen, and wait until its log is open and its data socket listens; a
+  replica that fails to open is killed, so the next try starts from a fresh process. The
+  broker keeps `spares` processes started ahead of need (a process takes 0.3 s to seconds to
+  start; opening a log in one takes milliseconds), refilled in the background, and a replica
+  that closes to go dormant gives its process back to them;
 - become: hand it a LeaderAndIsr order;
 - watch: learn of its process's death (an outstanding call that fails);
 - stop: close it (flush, clean-shutdown marker) and kill it; delete its directory when its
-  topic was deleted; or stop it for a restart under the same name (`stop`, which waits until
-  Ray has released the name);
+  topic was deleted; or stop it for a restart (`stop`);
 - place: a partition not created yet goes to the log dir AlterReplicaLogDirs asked for, if any;
 - dormant: a replica without a process (`replica.dormant.after.ms`): its directory claimed, its
   topic id checked and its closed log read (`closed_log.py`), its new leader epochs written.
@@ -18,8 +19,8 @@ Blocking calls (`ray.get_actor`, `rmtree`, file reads) run in threads.
 from __future__ import annotations
 
 import asyncio
+import logging
 import shutil
-import time
 import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -41,6 +42,7 @@ from rafka.partition_worker.replica_actor import PartitionReplica
 from rafka.partition_worker.replica_state import LeaderAndIsr
 
 ReplicaActor = ray.remote(PartitionReplica)
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ class RayReplicaLauncher:
     """The Ray steps of the replica reconciler, for one broker."""
 
     def __init__(self, broker_id: int, log_dirs: tuple[str, ...], namespace: str, node_id: str | None,
-                 coordinator: str | None = None, failed_dirs: Collection[str] = ()) -> None:
+                 coordinator: str | None = None, failed_dirs: Collection[str] = (), spares: int = 0) -> None:
         self._broker_id = broker_id
         self._failed_dirs = failed_dirs   # the broker's (a live view): new partitions go elsewhere
         # The coordinator's actor name, handed to each replica (its ISR changes go through it). Not
@@ -68,6 +70,10 @@ class RayReplicaLauncher:
         self._namespace = namespace
         self._node_id = node_id
         self._preferred: dict[TopicPartition, str] = {}   # log dir for a partition not created yet
+        self._spare_target = spares
+        self._spares: list[Any] = []   # replica processes without a partition, ready to open one
+        self._refilling: asyncio.Task | None = None
+        self._stopped = False
 
     def prefer(self, tp: TopicPartition, log_dir: str) -> None:
         """Create `tp`'s log in `log_dir` if this broker creates it later (Kafka's preferred log dir)."""
@@ -75,28 +81,70 @@ class RayReplicaLauncher:
 
     async def start(self, tp: TopicPartition, topic_id: uuid.UUID | None, config: LogConfig,
                     place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> LaunchedReplica:
-        """Start (or adopt) the replica of `tp` and wait until it serves. Raises on failure,
-        after killing what it started."""
-        name = replica_name(self._broker_id, tp)
-        actor = await asyncio.to_thread(self._existing, name)
-        if actor is None:
-            log_dir = self._claim_log_dir(tp)
-            actor = ReplicaActor.options(
-                name=name, namespace=self._namespace, num_cpus=0, max_concurrency=1000,
-                **pin_to_node(self._node_id)).remote(
-                    self._broker_id, tp, log_dir, config, socket_path(self._namespace, name, log_dir, topic_id),
-                    checkpoint=place(tp, log_dir), topic_id=topic_id,
-                    coordinator=(self._coordinator, self._namespace) if self._coordinator else None)
-        else:
-            log_dir = find_partition_dir(self._log_dirs, tp) or choose_log_dir(self._log_dirs, tp,
-                                                                               failed=self._failed_dirs)
-            place(tp, log_dir)
+        """Start the replica of `tp` in a spare process (or a new one) and wait until it serves.
+        Raises on failure, after killing the process."""
+        log_dir = self._claim_log_dir(tp)
+        checkpoint = place(tp, log_dir)
+        socket = socket_path(self._namespace, replica_name(self._broker_id, tp), log_dir, topic_id)
+        actor = self._spares.pop() if self._spares else self._new_process()
+        self.refill()
         try:
-            answer = await actor.ready.remote()
+            answer = await actor.open.remote(tp, log_dir, config, socket, checkpoint, topic_id)
         except BaseException:
             ray.kill(actor)
             raise
         return LaunchedReplica(actor, answer["socket"], log_dir, answer["pid"])
+
+    def _new_process(self) -> Any:
+        """A replica process without a partition, pinned to this broker's node."""
+        return ReplicaActor.options(num_cpus=0, max_concurrency=1000, **pin_to_node(self._node_id)).remote(
+            self._broker_id, coordinator=(self._coordinator, self._namespace) if self._coordinator else None)
+
+    # -- spare processes -------------------------------------------------------------------
+    def refill(self) -> None:
+        """Start spare processes up to the target, one at a time, in the background."""
+        if self._refilling is None and not self._stopped and len(self._spares) < self._spare_target:
+            self._refilling = asyncio.ensure_future(self._refill())
+
+    async def _refill(self) -> None:
+        try:
+            while not self._stopped and len(self._spares) < self._spare_target:
+                actor = self._new_process()
+                await actor.__ray_ready__.remote()
+                if self._stopped:
+                    ray.kill(actor)
+                    return
+                self._spares.append(actor)
+        except Exception as e:  # noqa: BLE001 - the node is short of something: starts make their own
+            log.warning("could not start a spare replica process: %r", e)
+        finally:
+            self._refilling = None
+
+    @property
+    def spares(self) -> int:
+        """Spare replica processes ready now."""
+        return len(self._spares)
+
+    async def spare_pids(self) -> list[int]:
+        """The process ids of the spare replica processes."""
+        return list(await asyncio.gather(*[a.pid.remote() for a in self._spares]))
+
+    def release(self, replica: LaunchedReplica) -> None:
+        """A replica closed cleanly (it went dormant): its process becomes a spare while they are
+        short of the target, else it ends."""
+        if not self._stopped and len(self._spares) < self._spare_target:
+            self._spares.append(replica.actor)
+        else:
+            ray.kill(replica.actor)
+
+    def stop_spares(self) -> None:
+        """The broker stops: end the spare processes."""
+        self._stopped = True
+        if self._refilling is not None:
+            self._refilling.cancel()
+        for actor in self._spares:
+            ray.kill(actor)
+        self._spares.clear()
 
     def _claim_log_dir(self, tp: TopicPartition) -> str:
         """The log dir of `tp`: AlterReplicaLogDirs' preferred one for a partition not created
@@ -118,7 +166,7 @@ class RayReplicaLauncher:
         """Take `tp` on without a process when that loses nothing: a new partition (no directory
         yet, any role), or a leader whose log was closed cleanly with the high watermark at its
         end (or the only replica). None: start the replica (a log to recover, a follower that
-        may have to truncate, a replica process that outlived its coordinator).
+        may have to truncate).
         Raises when the directory belongs to another topic id, as the replica would."""
         existing = find_partition_dir(self._log_dirs, tp)
         if existing is None:
@@ -127,9 +175,6 @@ class RayReplicaLauncher:
             return None
         else:
             log_dir = existing
-        name = replica_name(self._broker_id, tp)
-        if existing is not None and await asyncio.to_thread(self._existing, name) is not None:
-            return None
         return await asyncio.to_thread(self._open_dormant, tp, topic_id, role, place(tp, log_dir),
                                        Path(log_dir) / str(tp), existing is None)
 
@@ -165,12 +210,6 @@ class RayReplicaLauncher:
         cache.assign(role.leader_epoch, closed.log_end_offset)
         return replace(closed, leader_epochs=cache.entries)
 
-    def _existing(self, name: str) -> Any | None:
-        try:
-            return ray.get_actor(name, namespace=self._namespace)
-        except ValueError:
-            return None
-
     async def died(self, replica: LaunchedReplica) -> bool:
         """Waits until the replica ends: True if its process died, False on a clean close."""
         try:
@@ -192,20 +231,11 @@ class RayReplicaLauncher:
     def kill(self, replica: LaunchedReplica) -> None:
         ray.kill(replica.actor)
 
-    async def stop(self, tp: TopicPartition, replica: LaunchedReplica, timeout_s: float = 30.0) -> Any:
-        """Clean close and kill, for a restart: returns the replica's last status once Ray has
-        released its name (a start meanwhile would adopt the dead actor)."""
+    async def stop(self, tp: TopicPartition, replica: LaunchedReplica) -> Any:
+        """Clean close and kill, for a restart: returns the replica's last status."""
         status = await self.close(replica)
         self.kill(replica)
-        name = replica_name(self._broker_id, tp)
-        del replica
-        await asyncio.to_thread(self._await_released, name, timeout_s)
         return status
-
-    def _await_released(self, name: str, timeout_s: float) -> None:
-        deadline = time.monotonic() + timeout_s
-        while self._existing(name) is not None and time.monotonic() < deadline:
-            time.sleep(0.05)
 
     async def delete(self, tp: TopicPartition, replica: LaunchedReplica | None) -> None:
         """Stop the replica of a deleted topic (if one runs) and remove its directory."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
 from tests.waiting import wait_until
 
@@ -52,6 +52,14 @@ def read_all(bootstrap: str, topic: str, partition: int, count: int, start: int 
     return got
 
 
+def watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "dormant-watermarks"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+    finally:
+        consumer.close()
+
+
 def live(cluster, broker_id: int, topic: str) -> set[str]:
     return {r for r in cluster.broker_status()[broker_id]["replicas"] if r.startswith(topic + "-")}
 
@@ -63,7 +71,8 @@ def dormant_count(cluster, broker_id: int) -> int:
 def test_a_partition_sleeps_wakes_and_keeps_every_record_through_restarts(rafka_cluster, tmp_path):
     from rafka.cluster import Cluster
 
-    cluster = Cluster(tmp_path / "dormant", brokers=1, first_port=0, config=config(), namespace="rafka-dormant")
+    cluster = Cluster(tmp_path / "dormant", brokers=1, first_port=0, config=config(**{
+        "log.retention.check.interval.ms": "1000"}), namespace="rafka-dormant")
     cluster.start()
     try:
         bootstrap = cluster.bootstrap_servers
@@ -102,6 +111,19 @@ def test_a_partition_sleeps_wakes_and_keeps_every_record_through_restarts(rafka_
         assert produce(bootstrap, "sleepy", 1, [b"c", b"d"], producer=idempotent) == [2, 3]
         assert read_all(bootstrap, "sleepy", 1, 4) == [b"a", b"b", b"c", b"d"]
         wait_until(lambda: live(cluster, 0, "sleepy") == set(), timeout_s=30, message="both dormant again")
+
+        # Retention of a dormant partition: a shorter retention.bytes wakes it to delete segments.
+        admin.create_topics([NewTopic("trimmed", 1, 1, config={"segment.bytes": "1024"})])["trimmed"].result(60)
+        assert produce(bootstrap, "trimmed", 0, [b"t" * 100] * 50, **{"batch.num.messages": 1}) == list(range(50))
+        wait_until(lambda: live(cluster, 0, "trimmed") == set(), timeout_s=30, message="trimmed-0 dormant")
+        assert watermarks(bootstrap, "trimmed") == (0, 50)
+        resource = ConfigResource(ConfigResource.Type.TOPIC, "trimmed",
+                                  incremental_configs=[ConfigEntry("retention.bytes", "1024",
+                                                                   incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+        wait_until(lambda: watermarks(bootstrap, "trimmed")[0] > 0, timeout_s=60,
+                   message="old segments of the dormant trimmed-0 deleted")
+        assert watermarks(bootstrap, "trimmed")[1] == 50
 
         # A clean restart and a kill -9 while dormant: partitions come back dormant, records intact.
         cluster.stop_broker(0)

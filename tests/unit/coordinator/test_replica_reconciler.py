@@ -333,3 +333,114 @@ def test_a_move_whose_swap_fails_leaves_the_replica_offline_and_retried(parts):
     clock.ms += rp.RETRY_BACKOFF_MS
     run(reconciler.apply(metadata(a={0: (ME,)})))
     assert set(reconciler.leaders()) == {A0}
+
+
+# ---- dormant replicas (replica.dormant.after.ms) ----------------------------------------
+class DormantLauncher(RecordingLauncher):
+    """A launcher whose new partitions open dormant (an empty closed log) and whose replicas
+    close into one; records role changes taken without a process."""
+
+    def __init__(self, log_dir: str) -> None:
+        super().__init__(log_dir)
+        self.taken: list[tuple[TopicPartition, LeaderAndIsr]] = []
+        self.closed: list[TopicPartition] = []
+
+    def _closed_log(self, end: int = 0):
+        from rafka.partition_worker.closed_log import ClosedLog
+        return ClosedLog(self.log_dir, (0,), 0, end, end, 0, ())
+
+    async def start(self, tp, topic_id, config, place):
+        return Replica(await super().start(tp, topic_id, config, place), pid=1000 + len(self.started))
+
+    async def open_dormant(self, tp, topic_id, role, place):
+        place(tp, self.log_dir)
+        return self._closed_log()
+
+    async def close(self, replica):
+        self.closed.append(replica["tp"])
+
+    def kill(self, replica):
+        pass
+
+    def release(self, replica):
+        self.released = getattr(self, "released", []) + [replica["tp"]]
+
+    async def reopen_dormant(self, replica, status, place):
+        return self._closed_log(end=10)
+
+    async def take_role_dormant(self, closed, role):
+        self.taken.append(role)
+        return closed
+
+
+class Replica(dict):
+    """A launcher record with the `pid` attribute the reconciler compares."""
+
+    @property
+    def pid(self):
+        return self["pid"]
+
+
+@pytest.fixture
+def dormant_parts(tmp_path):
+    config = BrokerConfig.from_mapping({"broker.id": "1", "log.dirs": str(tmp_path)})
+    launcher = DormantLauncher(str(tmp_path))
+
+    async def topic_config(topic):
+        return config.log_config()
+
+    ready: list[TopicPartition] = []
+    reconciler = ReplicaReconciler(ME, launcher, LogMaintenance(config, logging.getLogger("t")), topic_config,
+                                   logging.getLogger("t"), step_timeout_s=5, dormancy=True,
+                                   on_leader_ready=ready.append)
+    return reconciler, launcher, ready
+
+
+def test_new_partitions_start_dormant_and_are_served_at_once(dormant_parts):
+    reconciler, launcher, ready = dormant_parts
+    run(reconciler.apply(metadata(a={0: (ME,), 1: (2, ME)})))
+    assert launcher.started == [] and reconciler.replicas == {}
+    assert set(reconciler.dormant_leaders()) == {A0} and set(reconciler.dormant_followers()) == {A1}
+    assert ready == [A0]
+
+
+def test_a_wake_starts_the_replica_once_with_its_role(dormant_parts):
+    reconciler, launcher, _ = dormant_parts
+
+    async def main():
+        await reconciler.apply(metadata(a={0: (ME,)}))
+        woke = await asyncio.gather(reconciler.wake(A0, TID), reconciler.wake(A0, TID))
+        return woke
+    assert run(main()) == [True, True]
+    assert launcher.started == [A0] and launcher.orders == [(A0, order(ME, (ME,)))]
+    assert A0 in reconciler.replicas and reconciler.dormant == {}
+
+
+def test_an_idle_replica_rests_only_once_the_front_end_let_go_of_it(dormant_parts):
+    reconciler, launcher, _ = dormant_parts
+
+    async def main():
+        await reconciler.apply(metadata(a={0: (ME,)}))
+        await reconciler.wake(A0, TID)
+        replica = reconciler.replicas[A0]
+        assert not await reconciler.rest(A0, replica.pid + 1, quiesce=lambda: _value(True))   # another process
+        assert not await reconciler.rest(A0, replica.pid, quiesce=lambda: _value(False))      # still busy
+        assert A0 in reconciler.replicas and launcher.closed == []
+        assert await reconciler.rest(A0, replica.pid, quiesce=lambda: _value(True))
+        assert A0 not in reconciler.replicas and reconciler.dormant[A0].log_end_offset == 10
+        assert launcher.closed == [A0] and launcher.released == [A0]   # its process kept as a spare
+    run(main())
+
+
+def test_a_dormant_leader_takes_a_new_epoch_without_a_process_but_a_follower_wakes(dormant_parts):
+    reconciler, launcher, _ = dormant_parts
+    run(reconciler.apply(metadata(a={0: (ME, 2)}, b={0: (2, ME)})))
+    moved = metadata(a={0: (ME, 2)}, b={0: (3, ME)})          # b-0's leader changes
+    moved.topics["a"].partitions[0] = PartitionInfo(0, ME, 1, (ME, 2), (ME,))   # a-0: a new epoch, ISR shrunk
+    run(reconciler.apply(moved))
+    assert [r.leader_epoch for r in launcher.taken] == [1] and A0 in reconciler.dormant
+    assert B0 in reconciler.replicas and launcher.started == [B0]
+
+
+async def _value(v):
+    return v

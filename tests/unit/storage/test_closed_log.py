@@ -130,3 +130,21 @@ def test_the_size_is_the_sum_of_the_segment_files(tmp_path):
     write_log(tmp_path, 10)
     closed = read_closed_log(tmp_path)
     assert closed.size_bytes == sum(os.path.getsize(tmp_path / n) for n in os.listdir(tmp_path) if n.endswith(".log"))
+
+
+def test_upkeep_wakes_a_closed_log_only_for_what_its_replica_would_do(tmp_path):
+    from rafka.partition_worker.closed_log import upkeep_due
+
+    write_log(tmp_path, 40)   # record timestamps ~1,000 ms after the epoch: long past any retention.ms
+    closed = read_closed_log(tmp_path)
+    keep_all = LogConfig(retention_ms=-1, retention_bytes=-1)
+    assert upkeep_due(closed, keep_all, None, now_ms=2_000_000_000_000) is None
+    assert "retention time" in upkeep_due(closed, LogConfig(retention_ms=60_000, retention_bytes=-1), None,
+                                          now_ms=2_000_000_000_000)
+    assert "retention size" in upkeep_due(closed, LogConfig(retention_ms=-1, retention_bytes=2048), None, 0)
+    deleted_records = read_closed_log(tmp_path, log_start_offset=closed.bases[2])
+    assert "log start offset" in upkeep_due(deleted_records, keep_all, None, 0)
+    compacted = LogConfig(cleanup_policy=("compact",), retention_ms=-1, retention_bytes=-1)
+    assert "dirty ratio" in upkeep_due(closed, compacted, None, 0)                         # never cleaned
+    assert upkeep_due(closed, compacted, closed.bases[-1], 0) is None                      # cleaned up to the active one
+    assert upkeep_due(read_closed_log(tmp_path / "empty"), LogConfig(retention_ms=1), None, 0) is None

@@ -1,0 +1,321 @@
+"""What a partition costs: memory and idle CPU of one rafka broker with 0, 100 and 1,000 idle
+partitions, how long creating them and restarting with them takes, and the first produce to a
+dormant partition (issue 24).
+
+One broker, started as users start it (`rafka up --detach`, with `replica.dormant.after.ms`
+of --dormant-after-ms so woken partitions go back to sleep within the run). In order:
+  1. PSS of the whole rafka process tree (Ray, ZooKeeper, the broker) and its CPU over
+     --idle-seconds, with no topic of ours;
+  2. one CreateTopics of 10 topics x 10 partitions: seconds until it is answered and until
+     Metadata names a leader for every partition; then PSS and idle CPU;
+  3. one CreateTopics of 90 more topics x 10 (1,000 partitions in all), while a producer sends
+     to an existing topic at --rate records/s (acks=1): its p99 latency and failed sends during
+     the burst; then PSS and idle CPU;
+  4. the first acks=1 produce to each of --first-produces dormant partitions (a connected
+     producer that already has the metadata): median and max from produce() to the ack;
+  5. `rafka down` and `rafka up` on the same data dir: seconds until `rafka up` says it serves,
+     and until Metadata names a leader for every one of the 1,000 partitions;
+  6. the live and dormant replica counts `rafka status` reports.
+Targets (issue 24): 1,000 idle partitions under 2 GiB PSS and under 5% of a core in total; a
+restart with 1,000 partitions serving in <= 15 s; the first produce to a dormant partition
+acknowledged in <= 1.5 s. Run it on a quiet machine; it prints the load average it began at.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _cpu_profile import process_cpu_s  # noqa: E402
+from _phases import log  # noqa: E402
+from _procmem import descendants, tree_pss  # noqa: E402
+from _rafka import ADDRESS, rafka_executable  # noqa: E402
+from _kafka import unused_port  # noqa: E402
+
+from confluent_kafka import Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+
+MIB = 1 << 20
+GIB = 1 << 30
+TARGET_PSS_BYTES = 2 * GIB
+TARGET_IDLE_CORES = 0.05
+TARGET_RESTART_S = 15.0
+TARGET_FIRST_PRODUCE_S = 1.5
+PARTITIONS_PER_TOPIC = 10
+
+
+@dataclass
+class Idle:
+    partitions: int
+    pss_bytes: int
+    processes: int
+    cores: float
+
+
+@dataclass
+class Results:
+    load_average: float
+    idle: list[Idle] = field(default_factory=list)
+    create_s: dict[str, float] = field(default_factory=dict)      # "100", "1000": answered
+    available_s: dict[str, float] = field(default_factory=dict)   # ... every leader in Metadata
+    burst_p99_ms: float | None = None
+    burst_sent: int = 0
+    burst_failed: int = 0
+    first_produce_s: list[float] = field(default_factory=list)
+    restart_serving_s: float | None = None
+    restart_available_s: float | None = None
+    status: dict = field(default_factory=dict)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--partitions", type=int, default=1000, help="partitions in all (default 1000)")
+    parser.add_argument("--dormant-after-ms", type=int, default=5000, help="replica.dormant.after.ms (default 5000)")
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="CPU window of each idle reading")
+    parser.add_argument("--rate", type=int, default=500, help="records/s of the producer during the burst")
+    parser.add_argument("--first-produces", type=int, default=5, help="dormant partitions produced to first")
+    parser.add_argument("--output", choices=("text", "json"), default="text")
+    parser.add_argument("--data-dir", help="where rafka keeps its data (default: a temporary dir)")
+    args = parser.parse_args(argv)
+
+    results = Results(load_average=os.getloadavg()[0])
+    with tempfile.TemporaryDirectory(prefix="rafka-density-") as tmp:
+        data_dir = Path(args.data_dir or tmp)
+        config = data_dir / "server.properties"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        config.write_text(f"replica.dormant.after.ms={args.dormant_after_ms}\n")
+        run(results, args, data_dir, config)
+    if args.output == "json":
+        print(json.dumps(asdict(results), indent=2))
+    else:
+        print_table(results, args)
+    return 0
+
+
+def run(results: Results, args: argparse.Namespace, data_dir: Path, config: Path) -> None:
+    port = unused_port()
+    bootstrap, pid, _ = up(data_dir, config, port)
+    try:
+        results.idle.append(idle(pid, 0, args.idle_seconds))
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        first = min(100, args.partitions)
+        create(admin, results, "density-a", 0, first // PARTITIONS_PER_TOPIC, str(first))
+        results.idle.append(idle(pid, first, args.idle_seconds))
+
+        create(admin, results, "traffic", 0, 1, None, partitions=1)
+        burst = Burst(bootstrap, args.rate)
+        burst.start()
+        rest = (args.partitions - first) // PARTITIONS_PER_TOPIC
+        create(admin, results, "density-b", 0, rest, str(args.partitions))
+        burst.stop()
+        results.burst_p99_ms, results.burst_sent, results.burst_failed = burst.p99_ms(), burst.sent, burst.failed
+        log(f"  burst: {burst.sent} records sent, {burst.failed} failed, p99 {results.burst_p99_ms} ms")
+        wait_dormant(data_dir, args.dormant_after_ms)
+        results.idle.append(idle(pid, args.partitions, args.idle_seconds))
+        results.first_produce_s = first_produces(bootstrap, args.first_produces)
+    finally:
+        down(data_dir)
+    started = time.monotonic()
+    bootstrap, pid, serving_s = up(data_dir, config, port)
+    try:
+        results.restart_serving_s = serving_s
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        wait_leaders(admin, {f"density-{s}-{i}" for s, n in (("a", first // PARTITIONS_PER_TOPIC),
+                                                             ("b", (args.partitions - first) // PARTITIONS_PER_TOPIC))
+                             for i in range(n)})
+        results.restart_available_s = time.monotonic() - started
+        log(f"  restart: serving in {serving_s:.1f} s, every leader in {results.restart_available_s:.1f} s")
+        results.status = status(data_dir)
+    finally:
+        down(data_dir)
+
+
+# -- rafka --------------------------------------------------------------------------------
+def up(data_dir: Path, config: Path, port: int) -> tuple[str, int, float]:
+    """`rafka up --detach`: (bootstrap servers, server pid, seconds until it served)."""
+    log("rafka up...")
+    started = time.monotonic()
+    proc = subprocess.run([rafka_executable(), "up", "--detach", "--data-dir", str(data_dir), "--port", str(port),
+                           "--config", str(config), "--timeout", "300"], capture_output=True, text=True, timeout=400)
+    elapsed = time.monotonic() - started
+    address = next((line.strip() for line in proc.stdout.splitlines() if ADDRESS.match(line.strip())), "")
+    if proc.returncode != 0 or not address:
+        raise SystemExit(f"rafka up failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    pid = int(json.loads((data_dir / "rafka.state.json").read_text())["pid"])
+    log(f"  serving at {address} after {elapsed:.1f} s")
+    return address, pid, elapsed
+
+
+def down(data_dir: Path) -> None:
+    subprocess.run([rafka_executable(), "down", "--data-dir", str(data_dir)], capture_output=True, text=True,
+                   timeout=300)
+
+
+def status(data_dir: Path) -> dict:
+    out = subprocess.run([rafka_executable(), "status", "--data-dir", str(data_dir), "--output", "json"],
+                         capture_output=True, text=True, timeout=120)
+    broker = next(iter(json.loads(out.stdout)["brokers"].values()))
+    return {k: broker.get(k) for k in ("live_replicas", "dormant_replicas", "pss_bytes")}
+
+
+def idle(pid: int, partitions: int, seconds: float) -> Idle:
+    """PSS of the rafka process tree and its CPU over `seconds` of idleness."""
+    pids = [pid, *descendants(pid)]
+    before = {p: process_cpu_s(p) for p in pids}
+    time.sleep(seconds)
+    used = sum((after - before[p]) for p in pids
+               if before[p] is not None and (after := process_cpu_s(p)) is not None)
+    memory = tree_pss(pid, include_root=True)
+    reading = Idle(partitions, memory.total_bytes, len(pids), used / seconds)
+    log(f"  {partitions} idle partitions: PSS {reading.pss_bytes / MIB:,.0f} MiB over {reading.processes} "
+        f"processes, {reading.cores * 100:.1f}% of a core")
+    return reading
+
+
+def create(admin: AdminClient, results: Results, prefix: str, first: int, topics: int, label: str | None, *,
+           partitions: int = PARTITIONS_PER_TOPIC) -> None:
+    """One CreateTopics of `topics` topics; times until answered and until every leader is known."""
+    names = [f"{prefix}-{i}" for i in range(first, first + topics)]
+    if not names:
+        return
+    log(f"creating {len(names) * partitions} partitions in one CreateTopics...")
+    started = time.monotonic()
+    futures = admin.create_topics([NewTopic(n, partitions, 1) for n in names], request_timeout=300,
+                                  operation_timeout=300)
+    for future in futures.values():
+        future.result(600)
+    answered = time.monotonic() - started
+    wait_leaders(admin, set(names))
+    available = time.monotonic() - started
+    log(f"  answered in {answered:.1f} s, every leader known in {available:.1f} s")
+    if label is not None:
+        results.create_s[label], results.available_s[label] = answered, available
+
+
+def wait_leaders(admin: AdminClient, names: set[str], timeout_s: float = 600) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        topics = admin.list_topics(timeout=30).topics
+        if all(n in topics and topics[n].error is None and topics[n].partitions
+               and all(p.leader >= 0 for p in topics[n].partitions.values()) for n in names):
+            return
+        time.sleep(0.2)
+    raise SystemExit(f"leaders of {len(names)} topics not known within {timeout_s} s")
+
+
+def wait_dormant(data_dir: Path, dormant_after_ms: int, timeout_s: float = 300) -> None:
+    """Until the broker has no live replica but the traffic topic's (and the group topic's)."""
+    log("waiting for the woken replicas to go dormant...")
+    deadline = time.monotonic() + timeout_s
+    time.sleep(dormant_after_ms / 1000)
+    while time.monotonic() < deadline:
+        if (status(data_dir).get("live_replicas") or 0) <= 1:
+            return
+        time.sleep(1)
+
+
+def first_produces(bootstrap: str, count: int) -> list[float]:
+    """Seconds from produce() to the ack for one record to each of `count` dormant partitions."""
+    log(f"first produce to {count} dormant partitions...")
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0})
+    producer.list_topics(timeout=30)
+    out = []
+    for i in range(count):
+        done = threading.Event()
+        started = time.monotonic()
+        took: list[float] = []
+        producer.produce("density-b-0", b"wake", partition=i % PARTITIONS_PER_TOPIC,
+                         on_delivery=lambda err, msg: (took.append(time.monotonic() - started), done.set()))
+        while not done.is_set():
+            producer.poll(0.01)
+        out.append(took[0])
+        log(f"  partition {i}: {took[0] * 1000:.0f} ms")
+    producer.flush(30)
+    return out
+
+
+class Burst:
+    """A steady acks=1 producer to the `traffic` topic, timing each record."""
+
+    def __init__(self, bootstrap: str, rate: int) -> None:
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": 1, "linger.ms": 0,
+                                   "message.timeout.ms": 30000})
+        self._rate = rate
+        self._latencies: list[float] = []
+        self.sent = self.failed = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._producer.flush(60)
+
+    def _run(self) -> None:
+        interval = 1 / self._rate
+        next_at = time.monotonic()
+        while not self._stop.is_set():
+            sent_at = time.monotonic()
+            self._producer.produce("traffic", b"x" * 100, partition=0, on_delivery=self._delivered(sent_at))
+            self.sent += 1
+            self._producer.poll(0)
+            next_at += interval
+            time.sleep(max(0.0, next_at - time.monotonic()))
+
+    def _delivered(self, sent_at: float):
+        def callback(err, msg) -> None:
+            if err is not None:
+                self.failed += 1
+            else:
+                self._latencies.append(time.monotonic() - sent_at)
+        return callback
+
+    def p99_ms(self) -> float | None:
+        if not self._latencies:
+            return None
+        ordered = sorted(self._latencies)
+        return round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 1)
+
+
+def print_table(r: Results, args: argparse.Namespace) -> None:
+    print(f"rafka partition density (1 broker; replica.dormant.after.ms={args.dormant_after_ms}; "
+          f"load average at start {r.load_average:.1f})")
+    print(f"{'idle partitions':>16} {'PSS MiB':>9} {'processes':>10} {'CPU % of a core':>16}")
+    for i in r.idle:
+        print(f"{i.partitions:>16,} {i.pss_bytes / MIB:>9,.0f} {i.processes:>10} {i.cores * 100:>16.1f}")
+    last = r.idle[-1] if r.idle else None
+    if last is not None:
+        print(f"  {last.partitions:,} idle partitions: PSS {last.pss_bytes / GIB:.2f} GiB (target < 2 GiB: "
+              f"{'met' if last.pss_bytes < TARGET_PSS_BYTES else 'MISSED'}), CPU {last.cores * 100:.1f}% of a core "
+              f"(target < 5%: {'met' if last.cores < TARGET_IDLE_CORES else 'MISSED'})")
+    for label in r.create_s:
+        print(f"  create {label} partitions: answered in {r.create_s[label]:.1f} s, every leader known in "
+              f"{r.available_s[label]:.1f} s")
+    print(f"  a producer during the burst ({args.rate} rec/s, acks=1): p99 {r.burst_p99_ms} ms, "
+          f"{r.burst_failed} of {r.burst_sent} sends failed")
+    if r.first_produce_s:
+        worst = max(r.first_produce_s)
+        print(f"  first produce to a dormant partition: median {statistics.median(r.first_produce_s) * 1000:.0f} ms, "
+              f"max {worst * 1000:.0f} ms (target <= 1.5 s: {'met' if worst <= TARGET_FIRST_PRODUCE_S else 'MISSED'})")
+    if r.restart_serving_s is not None:
+        print(f"  restart with {args.partitions:,} partitions on disk: serving in {r.restart_serving_s:.1f} s, every "
+              f"leader known in {r.restart_available_s:.1f} s (target <= 15 s: "
+              f"{'met' if r.restart_available_s <= TARGET_RESTART_S else 'MISSED'})")
+    print(f"  after the restart `rafka status`: {r.status}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

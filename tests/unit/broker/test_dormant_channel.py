@@ -1,0 +1,156 @@
+"""DormantChannel: reads of a dormant replica from its closed log, and everything else handed,
+in order, to the replica once it has woken (no Ray: a real closed log, a stand-in live channel)."""
+from __future__ import annotations
+
+import asyncio
+
+from rafka.common.config import LogConfig
+from rafka.common.errors import ErrorCode
+from rafka.common.types import TopicPartition
+from rafka.net.data_plane import await_fetch
+from rafka.net.dormant_channel import DormantChannel
+from rafka.partition_worker.closed_log import read_closed_log
+from rafka.partition_worker.log import PartitionLog
+from rafka.partition_worker.messages import (
+    EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchResult, OffsetLookup, ProduceResult,
+)
+from rafka.partition_worker.record_batch import Record, encode_batch
+
+TP = TopicPartition("t", 0)
+
+
+def closed_log(directory, batches: int = 4):
+    log = PartitionLog.open(directory, LogConfig(segment_bytes=1024, index_interval_bytes=128))
+    for _ in range(batches):
+        log.append(bytearray(encode_batch([Record(i, 1_000, b"k", b"v" * 40) for i in range(3)])),
+                   leader_epoch=2, max_batch_bytes=1 << 20)
+    log.close()
+    return read_closed_log(directory)
+
+
+class LiveChannel:
+    """Stands in for the woken replica's ReplicaChannel: records the calls in the order made."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def append(self, records, acks, timeout_ms=0):
+        self.calls.append(("append", records))
+        return _done(ProduceResult(ErrorCode.NONE, base_offset=len(self.calls)))
+
+    def list_offset(self, timestamp):
+        self.calls.append(("list_offset", timestamp))
+        return _done(OffsetLookup(ErrorCode.NONE, 5, 7, 2))
+
+    def start_read(self, offset, max_bytes, max_wait_ms=0):
+        self.calls.append(("read", offset))
+
+        class Read:
+            answer = _done(FetchResult(ErrorCode.NONE, 99, 99, 0))
+
+            def release(self):
+                pass
+        return Read()
+
+
+def _done(value):
+    f = asyncio.get_running_loop().create_future()
+    f.set_result(value)
+    return f
+
+
+def test_reads_come_from_the_files_and_need_no_wake(tmp_path):
+    async def main():
+        woken = []
+        channel = DormantChannel(TP, closed_log(tmp_path), woken.append)
+        result = await channel.read(0, 1 << 20)
+        assert result.error is ErrorCode.NONE and result.next_offset == 12 and result.high_watermark == 12
+        assert (await channel.list_offset(LATEST_TIMESTAMP)).offset == 12
+        assert (await channel.list_offset(EARLIEST_TIMESTAMP)).offset == 0
+        assert await channel.offset_for_leader_epoch(-1, 0) == (ErrorCode.NONE, -1, -1)   # no epochs written here
+        assert (await channel.read_log_end(3, 1 << 20)).next_offset == 12
+        assert woken == []
+    asyncio.run(main())
+
+
+def test_writes_wake_the_replica_once_and_reach_it_in_the_order_they_came(tmp_path):
+    async def main():
+        woken = []
+        channel = DormantChannel(TP, closed_log(tmp_path), woken.append)
+        first = channel.append(b"one", 1)
+        lookup = channel.list_offset(1_000)          # by time: the replica answers it
+        second = channel.append(b"two", 1)
+        assert woken == [TP]                         # asked once
+        live = LiveChannel()
+        channel.woke(live)
+        assert (await first).base_offset == 1 and (await second).base_offset == 3
+        assert (await lookup).offset == 7
+        assert live.calls == [("append", b"one"), ("list_offset", 1_000), ("append", b"two")]
+        third = channel.append(b"three", 1)          # after the wake: straight through
+        assert (await third).base_offset == 4
+    asyncio.run(main())
+
+
+def test_a_partition_that_leaves_answers_its_waiting_writes_as_lost(tmp_path):
+    async def main():
+        channel = DormantChannel(TP, closed_log(tmp_path), lambda tp: None)
+        waiting = channel.append(b"x", 1)
+        channel.woke(None)
+        assert (await waiting).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+        channel2 = DormantChannel(TP, closed_log(tmp_path / "2"), lambda tp: None)
+        waiting = channel2.append(b"y", 1)
+        channel2.wake_failed()                       # the broker could not be asked: the client retries
+        assert (await waiting).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    asyncio.run(main())
+
+
+def test_a_fetch_parked_at_the_end_goes_on_at_the_replica_when_it_wakes(tmp_path):
+    async def main():
+        channel = DormantChannel(TP, closed_log(tmp_path), lambda tp: None)
+        parked = channel.start_read(12, 1 << 20, max_wait_ms=10_000)
+        await asyncio.sleep(0)
+        assert not parked.answer.done()
+        live = LiveChannel()
+        channel.woke(live)
+        result = await asyncio.wait_for(parked.answer, 5)
+        assert result.high_watermark == 99 and live.calls == [("read", 12)]
+    asyncio.run(main())
+
+
+def test_a_parked_fetch_ends_at_its_wait_or_when_released(tmp_path):
+    async def main():
+        channel = DormantChannel(TP, closed_log(tmp_path), lambda tp: None)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        timed = await channel.read(12, 1 << 20, max_wait_ms=200)
+        assert timed.regions == () and loop.time() - started >= 0.19
+        parked = channel.start_read(12, 1 << 20, max_wait_ms=60_000)
+        data = channel.start_read(0, 100)
+        merged = await asyncio.wait_for(await_fetch([parked, data], 1, 60_000), 5)   # the other has data
+        assert merged[0].regions == () and merged[1].regions
+    asyncio.run(main())
+
+
+def test_while_closing_reads_wait_for_the_closed_log(tmp_path):
+    async def main():
+        channel = DormantChannel(TP, None, lambda tp: None)
+        assert channel.pending
+        read = channel.read(0, 1 << 20)
+        follower = channel.follower_append(b"", 12, 0)
+        await asyncio.sleep(0.01)
+        assert not read.done()
+        channel.rested(closed_log(tmp_path))
+        assert (await read).next_offset == 12
+        assert (await follower).log_end_offset == 12
+    asyncio.run(main())
+
+
+def test_a_follower_read_behind_the_log_end_wakes_the_leader(tmp_path):
+    async def main():
+        woken = []
+        channel = DormantChannel(TP, closed_log(tmp_path), woken.append)
+        at_end = channel.start_replica_read(2, -1, 12, 1 << 20, max_wait_ms=0)
+        assert (await at_end.answer).error is ErrorCode.NONE and woken == []
+        channel.start_replica_read(2, -1, 6, 1 << 20)
+        assert woken == [TP]
+    asyncio.run(main())
