@@ -101,6 +101,7 @@ class ReplicaReconciler:
         self._dormancy = dormancy   # replica.dormant.after.ms >= 0: new partitions start dormant
         self._waking: dict[TopicPartition, asyncio.Future] = {}
         self._resting: dict[TopicPartition, asyncio.Future] = {}
+        self._rests = asyncio.Semaphore(max_parallel_starts)
         self.controller_epoch = -1
 
     # -- ticks -----------------------------------------------------------------------
@@ -169,11 +170,9 @@ class ReplicaReconciler:
         await self._become(tp, target)
 
     async def _become_step(self, tp: TopicPartition, target: LeaderAndIsr, topic_id: uuid.UUID | None) -> None:
-        """A tick's BECOME: after a wake under way; a dormant replica takes the role without its
-        process when it can, else it wakes with it."""
-        waking = self._waking.get(tp)
-        if waking is not None:
-            await asyncio.shield(waking)
+        """A tick's BECOME: after a wake or a rest under way; a dormant replica takes the role
+        without its process when it can, else it wakes with it."""
+        await self._settled(tp)
         entry = self.book.get(tp)
         if entry is None or entry.phase is not rp.Phase.DORMANT:
             await self._become(tp, target)
@@ -199,9 +198,7 @@ class ReplicaReconciler:
                                  self._broker_id, tp, target.leader_epoch, target.controller_epoch, code.name)
 
     async def _stop(self, tp: TopicPartition) -> None:
-        waking = self._waking.get(tp)
-        if waking is not None:
-            await asyncio.shield(waking)
+        await self._settled(tp)
         self.dormant.pop(tp, None)
         replica = self.replicas.pop(tp, None)
         watch = self._watches.pop(tp, None)
@@ -254,18 +251,23 @@ class ReplicaReconciler:
         return True
 
     # -- dormancy ------------------------------------------------------------------------
+    async def _settled(self, tp: TopicPartition) -> None:
+        """Once no wake or rest of `tp` is under way."""
+        while (step := self._resting.get(tp) or self._waking.get(tp)) is not None:
+            await asyncio.shield(step)
+
     async def rest(self, tp: TopicPartition, pid: int, quiesce: Callable[[], Awaitable[bool]]) -> bool:
         """The running replica of `tp` (process `pid`) has been idle: once `quiesce` (the front
         end stops sending it requests and drains those under way) says yes, close it cleanly
         and keep its closed log. False, with the replica left running, when it is not the one
         running, is starting or stopping, or the front end could not drain it; a replica whose
         closed log cannot be read back starts again."""
-        async with self._lock:
-            replica, entry = self.replicas.get(tp), self.book.get(tp)
-            if (replica is None or getattr(replica, "pid", None) != pid or entry is None
-                    or entry.phase is not rp.Phase.RUNNING or entry.role is None or tp in self._waking):
-                return False
-            done = self._resting[tp] = asyncio.get_running_loop().create_future()
+        replica, entry = self.replicas.get(tp), self.book.get(tp)
+        if (replica is None or getattr(replica, "pid", None) != pid or entry is None or self._lock.locked()
+                or entry.phase is not rp.Phase.RUNNING or entry.role is None or tp in self._waking):
+            return False   # (during a tick too: the replica says so again after another delay)
+        done = self._resting[tp] = asyncio.get_running_loop().create_future()
+        async with self._rests:
             # Out of `replicas` first: a publication meanwhile shows it as closing, not running.
             self.replicas.pop(tp)
             try:
