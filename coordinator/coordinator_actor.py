@@ -490,7 +490,8 @@ class BrokerCoordinator:
 
     async def _publish_started(self) -> None:
         try:
-            while not self._stopping and self._published_starting & set(self._reconciler.leaders()):
+            while not self._stopping and self._published_starting & (set(self._reconciler.leaders())
+                                                                     | set(self._reconciler.dormant_leaders())):
                 await self._publish()
         except Exception as e:  # noqa: BLE001 - the front end is gone (stopping); the next publish retries
             self._log.warning("could not publish newly started leaders: %r", e)
@@ -505,9 +506,11 @@ class BrokerCoordinator:
             asyncio.ensure_future(self._rest(tp, pid))
 
     async def _rest(self, tp: TopicPartition, pid: int) -> None:
+        before = self._reconciler.replicas.get(tp)
         try:
             rested = await self._reconciler.rest(tp, pid, quiesce=lambda: self._frontend.quiesce.remote(tp))
-            if rested or tp not in self._reconciler.replicas:
+            if rested or self._reconciler.replicas.get(tp) is not before:   # (dormant, restarted or failed)
+                self._report_offline()
                 await self._publish()
                 self._checkpoint_soon()
         except Exception as e:  # noqa: BLE001 - the front end is gone (stopping): nothing to do
