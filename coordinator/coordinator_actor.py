@@ -97,6 +97,7 @@ class BrokerCoordinator:
         self._metadata = ClusterMetadata()   # the front end's (the last published)
         self._newest = self._metadata         # the newest heard, published next
         self._publishing = asyncio.Lock()
+        self._next_publication: asyncio.Future | None = None   # the shared one callers of `_republish` wait for
         self._settled: ClusterMetadata | None = None   # the last the brokers have acted on (replicas started)
         self._metadata_changed = asyncio.Event()
         self._publications = 0   # front-end metadata updates so far
@@ -511,7 +512,7 @@ class BrokerCoordinator:
             rested = await self._reconciler.rest(tp, pid, quiesce=lambda: self._frontend.quiesce.remote(tp))
             if rested or self._reconciler.replicas.get(tp) is not before:   # (dormant, restarted or failed)
                 self._report_offline()
-                await self._publish()
+                await self._republish()
                 self._checkpoint_soon()
         except Exception as e:  # noqa: BLE001 - the front end is gone (stopping): nothing to do
             self._log.warning("could not make replica %s dormant: %r", tp, e)
@@ -524,7 +525,7 @@ class BrokerCoordinator:
         woke = await self._reconciler.wake(tp, self._topic_id(tp))
         if not woke:
             self._report_offline()
-        await self._publish()
+        await self._republish()
         return woke
 
     async def _upkeep_dormant_periodically(self) -> None:
@@ -649,7 +650,7 @@ class BrokerCoordinator:
                 - set(self._reconciler.leaders()) - set(self._reconciler.dormant_leaders())
                 - {o.tp for o in self._reconciler.offline()})
 
-    async def _publish(self, metadata: ClusterMetadata | None = None) -> None:
+    async def _publish(self, metadata: ClusterMetadata | None = None, *, queued: bool = False) -> None:
         """Hand the front end `metadata` (None: the newest this broker has) with its local
         leaders, followers and starting leaders. Publications run one at a time, each with
         the newest metadata at its turn, so neither the front end nor `_metadata` ever goes
@@ -657,6 +658,8 @@ class BrokerCoordinator:
         if metadata is not None:
             self._newest = metadata
         async with self._publishing:
+            if queued:
+                self._next_publication = None   # from here on, a change needs the next one
             metadata = self._newest
             offline = {o.tp for o in self._reconciler.offline()}
             leaders = {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()}
@@ -672,6 +675,14 @@ class BrokerCoordinator:
         self._notify_metadata_changed()
         self._schedule_retry()
         self._watch_for_deaths()
+
+    async def _republish(self) -> None:
+        """`_publish()` of the newest state, shared: callers that come while a publication is
+        queued wait for that one (it starts after their change), so a burst of wakes and rests
+        (each changes one partition) costs a few publications, not one per partition."""
+        if self._next_publication is None:
+            self._next_publication = asyncio.ensure_future(self._publish(queued=True))
+        await asyncio.shield(self._next_publication)
 
     def _schedule_retry(self) -> None:
         """Run the reconciler again when a failed replica is due for its next start."""

@@ -40,6 +40,8 @@ _ADMIN_WAIT_MS = 30_000
 # How long a replica going dormant may take to answer the requests under way (acks=all ones
 # wait for followers); if it takes longer it stays live.
 QUIESCE_TIMEOUT_S = 5.0
+# What a wake may take beyond the control timeout: starts queue behind each other in a burst.
+WAKE_WAIT_MS = 60_000
 
 Channel = ReplicaChannel | DormantChannel
 
@@ -195,7 +197,7 @@ class Frontend:
 
     async def _ask_to_wake(self, tp: TopicPartition) -> None:
         try:
-            await self._ask_coordinator("wake_replica", tp)
+            await self._ask_coordinator("wake_replica", tp, wait_ms=WAKE_WAIT_MS)
         except CoordinatorCallError:
             pass
         for table in (self._channels, self._follower_channels):

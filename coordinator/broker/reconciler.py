@@ -61,7 +61,7 @@ class Launcher(Protocol):
 
     def kill(self, replica: Any) -> None: ...
 
-    def release(self, replica: Any) -> None: ...
+    def release(self, replica: Any, wanted: bool = False) -> None: ...
 
     async def open_dormant(self, tp: TopicPartition, topic_id: uuid.UUID | None, role: LeaderAndIsr,
                            place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> ClosedLog | None: ...
@@ -102,6 +102,7 @@ class ReplicaReconciler:
         self._waking: dict[TopicPartition, asyncio.Future] = {}
         self._resting: dict[TopicPartition, asyncio.Future] = {}
         self._rests = asyncio.Semaphore(max_parallel_starts)
+        self._waiting_starts = 0   # starts waiting for their turn: a resting replica's process serves one
         self.controller_epoch = -1
 
     # -- ticks -----------------------------------------------------------------------
@@ -156,9 +157,16 @@ class ReplicaReconciler:
                 if target.leader == self._broker_id and self._on_leader_ready is not None:
                     self._on_leader_ready(tp)
                 return
-        async with self._starts:
+        self._waiting_starts += 1
+        try:
+            await self._starts.acquire()
+        finally:
+            self._waiting_starts -= 1
+        try:
             config = await self._topic_config(tp.topic)
             replica = await self._launcher.start(tp, topic_id, config, self._maintenance.place)
+        finally:
+            self._starts.release()
         self.replicas[tp] = replica
         self.dormant.pop(tp, None)   # (kept while it started: the front end served reads meanwhile)
         self._watches[tp] = asyncio.ensure_future(self._watch(tp, replica))
@@ -282,7 +290,8 @@ class ReplicaReconciler:
                 except BaseException:
                     self._launcher.kill(replica)
                     raise
-                self._launcher.release(replica)   # (its process may serve another partition next)
+                # Its process may serve another partition next (one waiting to start, say).
+                self._launcher.release(replica, wanted=self._waiting_starts > 0)
                 self._maintenance.take_statuses([tp], [status])
                 closed = await self._launcher.reopen_dormant(replica, status, self._maintenance.place)
                 del replica

@@ -129,13 +129,15 @@ class RayReplicaLauncher:
         """The process ids of the spare replica processes."""
         return list(await asyncio.gather(*[a.pid.remote() for a in self._spares]))
 
-    def release(self, replica: LaunchedReplica) -> None:
+    def release(self, replica: LaunchedReplica, wanted: bool = False) -> None:
         """A replica closed cleanly (it went dormant): its process becomes a spare while they are
-        short of the target, else it ends."""
-        if not self._stopped and len(self._spares) < self._spare_target:
+        short of the target or a start is `wanted` (one waits for its turn), else it ends."""
+        if not self._stopped and (wanted or len(self._spares) < self._spare_target):
             self._spares.append(replica.actor)
         else:
             ray.kill(replica.actor)
+        while len(self._spares) > self._spare_target and not wanted:   # (a burst is over)
+            ray.kill(self._spares.pop(0))
 
     def stop_spares(self) -> None:
         """The broker stops: end the spare processes."""

@@ -362,7 +362,7 @@ class DormantLauncher(RecordingLauncher):
     def kill(self, replica):
         pass
 
-    def release(self, replica):
+    def release(self, replica, wanted=False):
         self.released = getattr(self, "released", []) + [replica["tp"]]
 
     async def reopen_dormant(self, replica, status, place):
