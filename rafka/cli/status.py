@@ -52,7 +52,8 @@ def _print_text(report: dict) -> None:
         rack = f" (rack {b['rack']})" if b.get("rack") else ""
         print(f"  broker {broker_id}{role}{rack}: {b['address']} {'serving' if b['reachable'] else 'NOT reachable'}"
               + (f", {len(b['replicas'])} replicas running, {b.get('dormant_replicas', 0)} dormant, "
-                 f"leader of {b.get('leaders', 0)}" if "replicas" in b else ""))
+                 f"{b.get('spare_replica_processes', 0)} spare processes, leader of {b.get('leaders', 0)}"
+                 if "replicas" in b else ""))
         if "error" in b:
             print(f"    no answer from the broker: {b['error']}")
         pids = b.get("pids") or {}
