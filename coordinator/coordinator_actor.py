@@ -77,6 +77,7 @@ SERVE_WAIT_MS = 30000          # how long `start` waits for metadata that lists 
 CONTROL_CALL_TIMEOUT_S = 60.0  # a metadata push to another broker's coordinator
 LEADER_AND_ISR_WAIT_S = 10.0   # how long the controller waits for the brokers' LeaderAndIsr to be done
 REST_CHECKPOINT_DELAY_S = 1.0  # checkpoints are written this soon after replicas went dormant
+SPARES_WAIT_S = 10.0           # how long a starting broker waits for its spare replica processes
 
 
 class BrokerCoordinator:
@@ -201,7 +202,12 @@ class BrokerCoordinator:
         # client's first Metadata request already sees it (Kafka's broker waits likewise).
         if not await self._await_metadata(lambda m: self._id in m.brokers, SERVE_WAIT_MS):
             self._log.warning("no metadata from a controller after %d s; serving anyway", SERVE_WAIT_MS // 1000)
-        self._launcher.refill()   # spare replica processes, once the broker's own starts are under way
+        # Spare replica processes, so the first writes to new or dormant partitions need not wait
+        # for a process to start (bounded: a broker short of them serves all the same).
+        try:
+            await asyncio.wait_for(self._launcher.refill(), SPARES_WAIT_S)
+        except asyncio.TimeoutError:
+            self._log.warning("spare replica processes not started after %.0f s; serving anyway", SPARES_WAIT_S)
         return {"broker_id": self._id, "host": advertised.host, "port": port, "cluster_id": self._cluster_id,
                 "pid": os.getpid()}
 

@@ -55,6 +55,12 @@ class LaunchedReplica:
     pid: int
 
 
+def _done() -> asyncio.Future:
+    future = asyncio.get_running_loop().create_future()
+    future.set_result(None)
+    return future
+
+
 class RayReplicaLauncher:
     """The Ray steps of the replica reconciler, for one broker."""
 
@@ -72,7 +78,7 @@ class RayReplicaLauncher:
         self._preferred: dict[TopicPartition, str] = {}   # log dir for a partition not created yet
         self._spare_target = spares
         self._spares: list[Any] = []   # replica processes without a partition, ready to open one
-        self._refilling: asyncio.Task | None = None
+        self._creating: set[asyncio.Task] = set()   # spare processes being started
         self._stopped = False
 
     def prefer(self, tp: TopicPartition, log_dir: str) -> None:
@@ -101,24 +107,28 @@ class RayReplicaLauncher:
             self._broker_id, coordinator=(self._coordinator, self._namespace) if self._coordinator else None)
 
     # -- spare processes -------------------------------------------------------------------
-    def refill(self) -> None:
-        """Start spare processes up to the target, one at a time, in the background."""
-        if self._refilling is None and not self._stopped and len(self._spares) < self._spare_target:
-            self._refilling = asyncio.ensure_future(self._refill())
+    def refill(self) -> asyncio.Future:
+        """Start the spare processes missing from the target, each at once (Ray starts workers
+        in parallel), in the background; the returned future is done when they all run."""
+        missing = self._spare_target - len(self._spares) - len(self._creating)
+        for _ in range(max(0, missing) if not self._stopped else 0):
+            task = asyncio.ensure_future(self._start_spare())
+            self._creating.add(task)
+            task.add_done_callback(self._creating.discard)
+        return asyncio.ensure_future(asyncio.wait(set(self._creating))) if self._creating else _done()
 
-    async def _refill(self) -> None:
+    async def _start_spare(self) -> None:
+        actor = self._new_process()
         try:
-            while not self._stopped and len(self._spares) < self._spare_target:
-                actor = self._new_process()
-                await actor.__ray_ready__.remote()
-                if self._stopped:
-                    ray.kill(actor)
-                    return
-                self._spares.append(actor)
+            await actor.__ray_ready__.remote()
         except Exception as e:  # noqa: BLE001 - the node is short of something: starts make their own
             log.warning("could not start a spare replica process: %r", e)
-        finally:
-            self._refilling = None
+            ray.kill(actor)
+            return
+        if self._stopped:
+            ray.kill(actor)
+        else:
+            self._spares.append(actor)
 
     @property
     def spares(self) -> int:
@@ -142,8 +152,6 @@ class RayReplicaLauncher:
     def stop_spares(self) -> None:
         """The broker stops: end the spare processes."""
         self._stopped = True
-        if self._refilling is not None:
-            self._refilling.cancel()
         for actor in self._spares:
             ray.kill(actor)
         self._spares.clear()

@@ -189,7 +189,7 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("min.insync.replicas", int, 1, "Minimum ISR for acks=all.", topic_name="min.insync.replicas",
               minimum=1),
     ConfigKey("replica.lag.time.max.ms", int, 30000, "Time before a lagging follower leaves the ISR."),
-    ConfigKey("replica.spare.processes", int, 2,
+    ConfigKey("replica.spare.processes", int, 4,
               "rafka: replica processes each broker keeps started ahead of need, so a new or dormant "
               "partition's replica opens in milliseconds instead of waiting for a process to start.", minimum=0),
     ConfigKey("replica.dormant.after.ms", int, 300_000,
@@ -383,7 +383,7 @@ class BrokerConfig:
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30000
     replica_dormant_after_ms: int = 300_000
-    replica_spare_processes: int = 2
+    replica_spare_processes: int = 4
     replica_alter_log_dirs_io_max_bytes_per_second: int = LONG_MAX
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
