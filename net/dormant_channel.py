@@ -53,8 +53,10 @@ class DormantChannel:
 
     actor = None   # no process: the replica fetcher asks `closed` instead
 
-    def __init__(self, tp: TopicPartition, closed: ClosedLog | None, wake: Callable[[TopicPartition], None]) -> None:
+    def __init__(self, tp: TopicPartition, closed: ClosedLog | None, wake: Callable[[TopicPartition], None],
+                 isr: Callable[[TopicPartition], tuple[int, ...]] | None = None) -> None:
         self.tp = tp
+        self._isr = isr   # the partition's ISR as the broker's metadata says (a follower outside it wakes the leader)
         self.socket_path: str | None = None   # never a live replica's: a live one replaces it
         self.closed: ClosedLog | None = None
         self._reader: ClosedLogReader | None = None
@@ -183,12 +185,15 @@ class DormantChannel:
 
     def start_replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
                            max_wait_ms: int = 0) -> Any:
-        """A follower's read. At the log end under this leader's epoch it is answered here (the
-        follower has everything: nothing moves); any other needs the replica."""
+        """A follower's read. From an ISR member at the log end under this leader's epoch it is
+        answered here (the follower has everything: nothing moves); any other needs the replica
+        (a follower outside the ISR that has caught up joins it through the leader)."""
         at_replica = (lambda c: c.start_replica_read(follower, leader_epoch, fetch_offset, max_bytes, max_wait_ms))
         closed = self.closed
+        outside = self._isr is not None and follower not in self._isr(self.tp)
         if closed is not None and not self._ended and (
-                fetch_offset != closed.log_end_offset or (leader_epoch >= 0 and leader_epoch != closed.latest_epoch)):
+                outside or fetch_offset != closed.log_end_offset
+                or (leader_epoch >= 0 and leader_epoch != closed.latest_epoch)):
             return DormantRead(asyncio.ensure_future(self._through_replica(
                 lambda c: at_replica(c).answer, _LOST)))
         return self._read(at_replica, lambda r: r.read(fetch_offset, max_bytes, up_to_log_end=True), max_wait_ms)

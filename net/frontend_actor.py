@@ -152,7 +152,7 @@ class Frontend:
                     existing.rested(closed)
                 channels[tp] = existing
             else:
-                channels[tp] = DormantChannel(tp, closed, self._wake_replica)
+                channels[tp] = DormantChannel(tp, closed, self._wake_replica, self._isr)
         for tp, channel in current.items():
             replacement = channels.get(tp)
             if replacement is channel:
@@ -173,7 +173,7 @@ class Frontend:
             channel = table.get(tp)
             if not isinstance(channel, ReplicaChannel):
                 continue
-            closing = DormantChannel(tp, None, self._wake_replica)
+            closing = DormantChannel(tp, None, self._wake_replica, self._isr)
             self._swap_channel(tp, closing, followers)
             if await channel.drain(QUIESCE_TIMEOUT_S):
                 channel.close()
@@ -190,6 +190,10 @@ class Frontend:
             self._fetchers.update(self.metadata, self._follower_channels)
         else:
             self._channels = {**self._channels, tp: channel}
+
+    def _isr(self, tp: TopicPartition) -> tuple[int, ...]:
+        info = self.metadata.partition(tp.topic, tp.partition)
+        return () if info is None else tuple(info.isr)
 
     def _wake_replica(self, tp: TopicPartition) -> None:
         """A request for a dormant replica needs its process: ask the broker to start it."""

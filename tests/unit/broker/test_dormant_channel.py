@@ -154,3 +154,14 @@ def test_a_follower_read_behind_the_log_end_wakes_the_leader(tmp_path):
         channel.start_replica_read(2, -1, 6, 1 << 20)
         assert woken == [TP]
     asyncio.run(main())
+
+
+def test_a_follower_outside_the_isr_wakes_the_leader_to_join_it(tmp_path):
+    async def main():
+        woken = []
+        channel = DormantChannel(TP, closed_log(tmp_path), woken.append, isr=lambda tp: (1, 2))
+        channel.start_replica_read(2, -1, 12, 1 << 20)      # in the ISR, at the end: answered here
+        assert woken == []
+        channel.start_replica_read(3, -1, 12, 1 << 20)      # caught up, but only the leader can add it
+        assert woken == [TP]
+    asyncio.run(main())
