@@ -27,7 +27,8 @@ os.environ.setdefault("RAY_worker_maximum_startup_concurrency", "8")
 import ray  # noqa: E402  (must follow the environment above)
 
 from rafka.actors.naming import DEFAULT_NAMESPACE  # noqa: E402
-from rafka.common.process_tree import Processes, StopReport, descendants, running, start_time, stop_processes  # noqa: E402
+from rafka.common.process_tree import (  # noqa: E402
+    Processes, StopReport, descendants, running, start_time, stop_processes)
 
 LOOPBACK = "127.0.0.1"
 log = logging.getLogger(__name__)
@@ -83,7 +84,7 @@ def stop_local_ray(grace_s: float = 5.0) -> StopReport:
     """`ray.shutdown()` of the Ray this driver started, then SIGTERM and SIGKILL to whatever of
     it still runs. Ray gives its raylet one second to stop before killing it, and a raylet
     killed under load (a burst of actor starts) leaves its dashboard and runtime-env agents
-    and its workers running, reparented, for minutes."""
+    and its workers running, reparented to init, for a minute or more (measured here)."""
     processes = local_ray_processes()
     ray.shutdown()
     report = stop_processes(running(processes), grace_s=grace_s)

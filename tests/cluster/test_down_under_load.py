@@ -27,7 +27,7 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
 
 TOPICS, PARTITIONS = 40, 3          # the burst: 120 replicas asked for at once
-STARTED_BEFORE_DOWN = 20            # replica processes to see starting before `rafka down`
+CREATED_BEFORE_DOWN = 20            # partitions to see created before `rafka down`
 
 
 def cmdline(pid: int) -> str:
@@ -95,8 +95,10 @@ def test_down_in_the_middle_of_a_mass_creation_leaves_no_process_of_the_session(
         admin = AdminClient({"bootstrap.servers": bootstrap})
         before = len(session)
         admin.create_topics([NewTopic(f"burst-{i}", PARTITIONS, 1) for i in range(TOPICS)], request_timeout=120)
-        wait_until(lambda: len(descendants(pid)) >= before + STARTED_BEFORE_DOWN, timeout_s=120, interval_s=0.2,
-                   message=f"{STARTED_BEFORE_DOWN} replica processes of the burst starting")
+        # Mid-creation: partitions of the burst made on disk, or their replica processes starting.
+        wait_until(lambda: len(list(Path(data_dir).glob("*/logs/burst-*"))) >= CREATED_BEFORE_DOWN
+                   or len(descendants(pid)) >= before + CREATED_BEFORE_DOWN, timeout_s=120, interval_s=0.2,
+                   message=f"{CREATED_BEFORE_DOWN} partitions of the burst being created")
         session.update(descendants(pid))
         down = subprocess.Popen([*RAFKA, "down", "--data-dir", data_dir, "--output", "json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

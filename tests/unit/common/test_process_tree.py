@@ -14,7 +14,8 @@ from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
 
-IGNORES_SIGTERM = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); time.sleep(600)"
+IGNORES_SIGTERM = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                   "print('ready', flush=True); time.sleep(600)")
 
 
 def spawn(*argv: str, **kwargs) -> subprocess.Popen:
