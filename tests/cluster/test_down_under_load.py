@@ -111,6 +111,8 @@ def test_down_in_the_middle_of_a_mass_creation_leaves_no_process_of_the_session(
         assert not left, f"left running after `rafka down`: {[cmdline(p)[:80] for p in left]}"
         result = json.loads(out)
         assert down.returncode == 0 and result["clean"] and result["stopped"], err
+        # The `up` process stopped it all itself, in order: `rafka down` found nothing left to stop.
+        assert result["leftovers"] == [], err
         assert rafka("status", "--data-dir", data_dir).returncode == 1
     finally:
         if down is None or down.returncode != 0:
