@@ -24,9 +24,16 @@ os.environ.setdefault("RAY_worker_niceness", "0")
 # warning to 32 processes.
 os.environ.setdefault("RAY_worker_maximum_startup_concurrency", "8")
 
+# rafka reads no Ray metrics. Without their collection the workers export none and the raylet
+# and dashboard agent aggregate none: an idle one-broker cluster measured 619 MiB PSS and 4.1% of
+# a core with it off against 627 MiB and 5.1% with it on (Ray 2.60, 2 cores).
+os.environ.setdefault("RAY_enable_metrics_collection", "0")
+
 import ray  # noqa: E402  (must follow the environment above)
 
 from rafka.actors.naming import DEFAULT_NAMESPACE  # noqa: E402
+from rafka.common.process_tree import (  # noqa: E402
+    Processes, StopReport, descendants, running, start_time, stop_processes)
 
 LOOPBACK = "127.0.0.1"
 log = logging.getLogger(__name__)
@@ -50,6 +57,46 @@ def start_local_ray(namespace: str = DEFAULT_NAMESPACE, num_cpus: int | None = N
     if ip != LOOPBACK:
         ray.shutdown()
         raise RuntimeError(f"Ray started on {ip}, not on loopback; is RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 set?")
+
+
+def local_ray_processes() -> Processes:
+    """Every process of the Ray this driver started (GCS, raylet, dashboard, monitors, and
+    below the raylet its agents and workers), pid -> start time; empty when this driver
+    joined a Ray instead. Read from the driver's own record of what it started (Ray's node
+    object, private: an unknown Ray version gives nothing rather than a wrong answer)."""
+    node = getattr(ray._private.worker, "_global_node", None)
+    found: Processes = {}
+    for infos in dict(getattr(node, "all_processes", None) or {}).values():
+        for info in infos:
+            pid = info.process.pid
+            started = start_time(pid)
+            if started is not None:
+                found[pid] = started
+                found.update(descendants(pid))
+    return found
+
+
+def local_session_dir() -> str | None:
+    """The session directory of the Ray this driver started (every process of it is started
+    with this path on its command line), or None when this driver joined a Ray instead."""
+    node = getattr(ray._private.worker, "_global_node", None)
+    if node is None or not getattr(node, "all_processes", None):
+        return None
+    return node.get_session_dir_path()
+
+
+def stop_local_ray(grace_s: float = 5.0) -> StopReport:
+    """`ray.shutdown()` of the Ray this driver started, then SIGTERM and SIGKILL to whatever of
+    it still runs. Ray gives its raylet one second to stop before killing it, and a raylet
+    killed under load (a burst of actor starts) leaves its dashboard and runtime-env agents
+    and its workers running, reparented to init, for a minute or more (measured here)."""
+    processes = local_ray_processes()
+    ray.shutdown()
+    report = stop_processes(running(processes), grace_s=grace_s)
+    if report.stopped:
+        log.warning("stopped %d processes Ray left running after its shutdown (%d with SIGKILL)",
+                    len(report.stopped), len(report.killed))
+    return report
 
 
 def join_ray(address: str, namespace: str = DEFAULT_NAMESPACE, *, log_to_driver: bool = True) -> None:

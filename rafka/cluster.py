@@ -221,7 +221,7 @@ class Cluster:
         for broker_id in sorted(set(self.brokers) | set(numbered), reverse=True):
             self.stop_broker(broker_id)
         if self._started_ray:
-            ray_env.ray.shutdown()
+            ray_env.stop_local_ray()
             self._started_ray = False
         if self._zookeeper is not None:
             self._zookeeper.stop()

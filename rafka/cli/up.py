@@ -13,6 +13,9 @@ from pathlib import Path
 from rafka.cli.state import DEFAULT_DATA_DIR, clear_state, pid_alive, read_state, write_state
 from rafka.common.config import BrokerConfig
 from rafka.common.errors import KafkaError, StartupError
+from rafka.common.process_tree import become_subreaper, descendants, stop_processes
+
+LEFTOVER_GRACE_S = 5.0  # how long a process left after the cluster's own stop gets for SIGTERM
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -83,16 +86,26 @@ def _tail(path: Path, lines: int = 15) -> str:
 
 
 def _serve(args: argparse.Namespace, data_dir: Path) -> int:
-    from rafka.cluster import Cluster
-
     try:
         config = BrokerConfig.from_properties(args.config) if args.config else BrokerConfig()
     except (OSError, KafkaError) as e:
         print(f"rafka up: cannot read {args.config}: {e}", file=sys.stderr)
         return 2
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    _on_stop_signals(stop)
+    # Ray's raylet starts its agents and workers; if it dies first (killed after its one second
+    # of grace, under load) they would go to init and linger: adopted here, they are stopped below.
+    become_subreaper()
+    try:
+        return _run_cluster(args, data_dir, config, stop)
+    finally:
+        _stop_leftovers()
+
+
+def _run_cluster(args: argparse.Namespace, data_dir: Path, config: BrokerConfig, stop: threading.Event) -> int:
+    from rafka.actors.ray_env import local_session_dir
+    from rafka.cluster import Cluster
+
     started = time.monotonic()
     print(f"starting {args.brokers} broker(s), data in {data_dir}...", file=sys.stderr)
     # Detached brokers: `rafka broker` (another Ray driver) stops, kills and starts them by name.
@@ -105,6 +118,7 @@ def _serve(args: argparse.Namespace, data_dir: Path) -> int:
         cluster.stop()
         return 1
     elapsed = time.monotonic() - started
+    _on_stop_signals(stop)   # again: `ray.init` makes SIGTERM raise SystemExit wherever the main thread is
     write_state(data_dir, {"pid": os.getpid(), "bootstrap_servers": cluster.bootstrap_servers,
                            "brokers": {str(b.broker_id): b.address for b in cluster.brokers.values()},
                            "zookeeper_connect": cluster.zookeeper_connect, "cluster_id": cluster.cluster_id,
@@ -115,6 +129,11 @@ def _serve(args: argparse.Namespace, data_dir: Path) -> int:
                            "config": str(Path(args.config).absolute()) if args.config else None,
                            "broker_count": args.brokers, "first_port": args.port,
                            "ports": {str(b.broker_id): b.port for b in cluster.brokers.values()},
+                           # What `rafka down` stops should this process be gone: ZooKeeper, Ray
+                           # and the actors of the moment (pid -> start time).
+                           "session_processes": {str(pid): t for pid, t in descendants(os.getpid()).items()},
+                           # and the processes naming the session directory of the Ray it started.
+                           "ray_session_dir": local_session_dir(),
                            "started_in_s": round(elapsed, 2)})
     print(f"rafka serving at {cluster.bootstrap_servers} (cluster {cluster.cluster_id}, up in {elapsed:.1f} s); "
           "Ctrl-C to stop", file=sys.stderr)
@@ -129,3 +148,20 @@ def _serve(args: argparse.Namespace, data_dir: Path) -> int:
             clear_state(data_dir)
         print("stopped", file=sys.stderr)
     return 0
+
+
+def _on_stop_signals(stop: threading.Event) -> None:
+    """SIGINT and SIGTERM set `stop`: the main loop then stops the cluster in order."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+
+
+def _stop_leftovers() -> None:
+    """Stop whatever this process started that is still running once the cluster has stopped
+    (Ray's agents and workers orphaned by a raylet that died first): SIGTERM, then SIGKILL."""
+    report = stop_processes(descendants(os.getpid()), grace_s=LEFTOVER_GRACE_S)
+    if report.stopped or report.survivors:
+        print(f"stopped {len(report.stopped)} processes left after the cluster's stop "
+              f"({len(report.killed)} with SIGKILL): {' '.join(map(str, report.stopped))}", file=sys.stderr)
+    if report.survivors:
+        print(f"rafka up: processes {' '.join(map(str, report.survivors))} outlived SIGKILL", file=sys.stderr)
