@@ -184,7 +184,9 @@ def test_broker_stop_and_start_take_one_broker_down_and_back_from_the_command_li
         report = json.loads(kill.stdout)
         assert report["broker_id"] == 1 and report["action"] == "kill" and report["ok"]
         killed = report["pids"]
-        assert {"coordinator:1", "frontend:1"} <= set(killed) and len(killed) == 2 + partitions
+        assert {"coordinator:1", "frontend:1"} <= set(killed)
+        assert sum(1 for name in killed if name.startswith("replica:1:")) == partitions   # every replica it hosts
+        assert all(name.startswith(("coordinator:", "frontend:", "replica:1:", "replica-spare:1:")) for name in killed)
         wait_until(lambda: not any(pid_alive(p) for p in killed.values()), timeout_s=5, message="killed pids gone")
         assert broker("stop", "1").returncode == 1           # not running
         produce(1000)                                          # acks=all on 2 of 3 (min.insync.replicas 1)
