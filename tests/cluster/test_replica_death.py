@@ -84,14 +84,25 @@ def test_a_killed_leader_replica_is_offline_then_serves_its_records_again(rafka_
 
 
 def test_a_replica_killed_while_its_topic_is_created_does_not_stall_creation(rafka_cluster):
+    """A new topic's 30 partitions start dormant; a burst of writes to all of them starts their
+    replicas, and one killed in the middle of that burst stalls neither the others nor its own
+    partition's records (its broker starts it again)."""
     bootstrap = rafka_cluster.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    future = admin.create_topics([NewTopic("storm", 30, 1)], request_timeout=120, operation_timeout=120)["storm"]
+    admin.create_topics([NewTopic("storm", 30, 1)], request_timeout=120, operation_timeout=120)["storm"].result(120)
+    acked: dict[int, int] = {}
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 0,
+                         "message.timeout.ms": 120000})   # (a retry after the kill is not a second record)
+    for partition in range(30):
+        producer.produce("storm", b"burst", partition=partition,
+                         on_delivery=lambda err, msg: err is None and acked.__setitem__(msg.partition(), msg.offset()))
+    producer.poll(0)
     victims = wait_until(lambda: [pid for name, pid in replica_pids(rafka_cluster).items() if ":storm-" in name],
                          timeout_s=60, interval_s=0.02, message="a first replica of the new topic")
     os.kill(victims[0], signal.SIGKILL)
-    future.result(120)
+    assert producer.flush(150) == 0
+    assert acked == {partition: 0 for partition in range(30)}   # every write of the burst, once
     wait_until(lambda: len(p := partitions(bootstrap, "storm")) == 30 and all(x["leader_id"] == 0 for x in p.values()),
                timeout_s=120, message="every partition of the new topic led")
     for partition in range(30):
-        assert produce(bootstrap, "storm", partition, [b"x"]) == [0]
+        assert produce(bootstrap, "storm", partition, [b"x"]) == [1]

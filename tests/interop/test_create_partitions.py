@@ -121,6 +121,10 @@ def test_kafka_python_admin_grows_a_topic_that_then_serves(rafka_cluster, bootst
         admin.create_topics([NewTopic("cp-kafka-python", 2, 1)])
         wait_until(lambda: grown_to(bootstrap, "cp-kafka-python", 2), timeout_s=30, message="topic with leaders")
         before = {p: (m["leader_id"], m["leader_epoch"]) for p, m in partitions(bootstrap, "cp-kafka-python").items()}
+        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        for p in (0, 1):   # new partitions start dormant (no process): a write starts each replica
+            producer.send("cp-kafka-python", b"to-%d" % p, partition=p).get(timeout=30)
+        producer.close()
         pids = replica_pids(rafka_cluster, "cp-kafka-python")
         assert len(pids) == 2, pids   # one broker, two partitions
         admin.create_partitions({"cp-kafka-python": 5})
