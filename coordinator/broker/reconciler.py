@@ -167,8 +167,12 @@ class ReplicaReconciler:
             replica = await self._launcher.start(tp, topic_id, config, self._maintenance.place)
         finally:
             self._starts.release()
+        if tp in self.dormant:
+            await self._take_over_from_dormant(tp, replica, target)
+            self._watches[tp] = asyncio.ensure_future(self._watch(tp, replica))
+            self._maintenance.opened(tp, config)
+            return
         self.replicas[tp] = replica
-        self.dormant.pop(tp, None)   # (kept while it started: the front end served reads meanwhile)
         self._watches[tp] = asyncio.ensure_future(self._watch(tp, replica))
         self._maintenance.opened(tp, config)
         previous = self.book.get(tp)
@@ -176,6 +180,23 @@ class ReplicaReconciler:
             self._log.info("replica %s started after %d failed attempts", tp, previous.failures)
         self.book[tp] = rp.started(None)
         await self._become(tp, target)
+
+    async def _take_over_from_dormant(self, tp: TopicPartition, replica: Any, target: LeaderAndIsr) -> None:
+        """A woken replica takes its role before anyone routes to it; until then its partition
+        stays dormant (the front end serves reads and holds writes), then it runs at once."""
+        try:
+            code = await self._launcher.become(replica, target)
+        except BaseException:
+            self._launcher.kill(replica)
+            raise
+        if code != ErrorCode.NONE:
+            self._launcher.kill(replica)
+            raise KafkaError(f"the woken replica refused leader epoch {target.leader_epoch}: {code.name}")
+        self.replicas[tp] = replica
+        self.dormant.pop(tp, None)
+        self.book[tp] = rp.accepted(rp.started(None), target)
+        if target.leader == self._broker_id and self._on_leader_ready is not None:
+            self._on_leader_ready(tp)
 
     async def _become_step(self, tp: TopicPartition, target: LeaderAndIsr, topic_id: uuid.UUID | None) -> None:
         """A tick's BECOME: after a wake or a rest under way; a dormant replica takes the role
