@@ -492,7 +492,15 @@ class BrokerCoordinator:
         """A leader replica runs now: if the front end was told it still starts, publish again,
         so that partitions are served one by one as they start, not when a whole burst has
         (requests for them wait meanwhile). Publications are coalesced."""
-        if tp in self._published_starting and self._republishing is None and not self._stopping:
+        if tp in self._published_starting:
+            self._republish_started()
+
+    def _republish_started(self) -> None:
+        """Publish again (coalesced) while the front end holds as starting a partition whose
+        replica runs (or is dormant) by now: a publication computed before it started may have
+        finished after it did."""
+        if (self._republishing is None and not self._stopping and self._published_starting
+                & (set(self._reconciler.leaders()) | set(self._reconciler.dormant_leaders()))):
             self._republishing = asyncio.ensure_future(self._publish_started())
 
     async def _publish_started(self) -> None:
@@ -681,6 +689,7 @@ class BrokerCoordinator:
         self._notify_metadata_changed()
         self._schedule_retry()
         self._watch_for_deaths()
+        self._republish_started()
 
     async def _republish(self) -> None:
         """`_publish()` of the newest state, shared: callers that come while a publication is
