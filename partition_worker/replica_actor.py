@@ -681,10 +681,14 @@ class PartitionReplica:
         state = self._state
         if self._log.offline or self._clean_lock.locked() or self._awaiting_replication:
             return False
+        end = self._log.log_end_offset
         if state.is_leader:
-            return (state.pending_isr is None and self._alter_isr_task is None
-                    and self._high_watermark() == self._log.log_end_offset)
-        return state.leader >= 0 and state.high_watermark == self._log.log_end_offset
+            now, lag_ms = _now_ms(), self._config.replica_lag_time_max_ms
+            catching_up = any(p.last_fetch_ms and now - p.last_fetch_ms <= lag_ms and p.log_end_offset < end
+                              for p in state.followers.values())   # (one outside the ISR, say)
+            return (state.pending_isr is None and self._alter_isr_task is None and not catching_up
+                    and self._high_watermark() == end)
+        return state.leader >= 0 and state.high_watermark == end
 
     def idle_for_ms(self) -> float:
         """Milliseconds since the last write, or 0 while the replica is not quiet."""

@@ -165,3 +165,22 @@ def test_a_follower_outside_the_isr_wakes_the_leader_to_join_it(tmp_path):
         channel.start_replica_read(3, -1, 12, 1 << 20)      # caught up, but only the leader can add it
         assert woken == [TP]
     asyncio.run(main())
+
+
+def test_a_leader_is_quiet_only_once_every_follower_has_everything(tmp_path):
+    from rafka.partition_worker.replica_actor import PartitionReplica
+    from rafka.partition_worker.replica_state import LeaderAndIsr
+
+    async def main():
+        replica = PartitionReplica(1, TP, str(tmp_path), LogConfig(), None)
+        replica.become(LeaderAndIsr(1, 0, (1, 2), (1, 2, 3), 1))
+        replica.append([bytearray(encode_batch([Record(0, 1_000, b"k", b"v")]))], 1)
+        assert not replica.quiet()                       # follower 2 (in the ISR) has not fetched it
+        replica.replica_read(2, 0, 1, 1 << 20)
+        assert replica.quiet()                           # the high watermark is the log end
+        replica.replica_read(3, 0, 0, 1 << 20)           # 3, outside the ISR, catches up
+        assert not replica.quiet()
+        replica.replica_read(3, 0, 1, 1 << 20)
+        assert replica.quiet()
+        replica.close()
+    asyncio.run(main())
