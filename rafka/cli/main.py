@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from rafka.cli import broker, down, dump_log, groups, leader_election, log_dirs, status, topics, up
@@ -19,7 +20,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rafka", description="A Kafka-compatible commit-log broker on Ray.",
         epilog="example: rafka up --brokers 1 --detach && rafka status && rafka down",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
+    parser.add_argument("--log-level", default=None,
+                        help="logging level (default WARNING, or $RAFKA_LOG_LEVEL); the brokers' actors "
+                             "started by `up` log at it too")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in COMMANDS.items():
         module.add_parser(sub)
@@ -32,7 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    logging.basicConfig(level=getattr(logging, str(args.log_level).upper(), logging.WARNING),
+    if args.log_level is not None:   # (the actors this process starts inherit it through Ray)
+        os.environ["RAFKA_LOG_LEVEL"] = args.log_level
+    level = args.log_level or os.environ.get("RAFKA_LOG_LEVEL") or "WARNING"
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
     return COMMANDS[args.command].run(args)
 

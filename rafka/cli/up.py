@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
 def _detach(args: argparse.Namespace, data_dir: Path) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     clear_state(data_dir)
-    argv = [sys.executable, "-m", "rafka.cli.main", "--log-level", args.log_level, "up",
-            "--brokers", str(args.brokers), "--data-dir", str(data_dir), "--port", str(args.port)]
+    argv = [sys.executable, "-m", "rafka.cli.main", *(["--log-level", args.log_level] if args.log_level else []),
+            "up", "--brokers", str(args.brokers), "--data-dir", str(data_dir), "--port", str(args.port)]
     if args.config:
         argv += ["--config", str(Path(args.config).absolute())]
     if args.ray_address:
