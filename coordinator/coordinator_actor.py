@@ -77,7 +77,6 @@ SERVE_WAIT_MS = 30000          # how long `start` waits for metadata that lists 
 CONTROL_CALL_TIMEOUT_S = 60.0  # a metadata push to another broker's coordinator
 LEADER_AND_ISR_WAIT_S = 10.0   # how long the controller waits for the brokers' LeaderAndIsr to be done
 REST_CHECKPOINT_DELAY_S = 1.0  # checkpoints are written this soon after replicas went dormant
-SPARES_WAIT_S = 10.0           # how long a starting broker waits for its spare replica processes
 
 
 class BrokerCoordinator:
@@ -104,6 +103,7 @@ class BrokerCoordinator:
         self._publications = 0   # front-end metadata updates so far
         self._published_starting: set[TopicPartition] = set()   # led here, replica not started: requests wait
         self._republishing: asyncio.Task | None = None
+        self._published_replicas: tuple = ()   # `_local_replicas()` as the last publication saw them
         self._checkpoint_after_rest: asyncio.TimerHandle | None = None
         self._wake = asyncio.Event()
         self._topic_configs: dict[str, LogConfig] = {}
@@ -203,11 +203,8 @@ class BrokerCoordinator:
         if not await self._await_metadata(lambda m: self._id in m.brokers, SERVE_WAIT_MS):
             self._log.warning("no metadata from a controller after %d s; serving anyway", SERVE_WAIT_MS // 1000)
         # Spare replica processes, so the first writes to new or dormant partitions need not wait
-        # for a process to start (bounded: a broker short of them serves all the same).
-        try:
-            await asyncio.wait_for(self._launcher.refill(), SPARES_WAIT_S)
-        except asyncio.TimeoutError:
-            self._log.warning("spare replica processes not started after %.0f s; serving anyway", SPARES_WAIT_S)
+        # for a process to start. Started in the background: the broker serves without them.
+        self._launcher.refill()
         return {"broker_id": self._id, "host": advertised.host, "port": port, "cluster_id": self._cluster_id,
                 "pid": os.getpid()}
 
@@ -489,27 +486,34 @@ class BrokerCoordinator:
         return ErrorCode.NONE
 
     def _leader_ready(self, tp: TopicPartition) -> None:
-        """A leader replica runs now: if the front end was told it still starts, publish again,
-        so that partitions are served one by one as they start, not when a whole burst has
-        (requests for them wait meanwhile). Publications are coalesced."""
+        """A leader replica runs (or is dormant) now: if the front end was told it still starts,
+        publish again, so that partitions are served one by one as they start, not when a whole
+        burst has (requests for them wait meanwhile). Publications are coalesced."""
         if tp in self._published_starting:
-            self._republish_started()
+            self._republish_if_stale()
 
-    def _republish_started(self) -> None:
-        """Publish again (coalesced) while the front end holds as starting a partition whose
-        replica runs (or is dormant) by now: a publication computed before it started may have
-        finished after it did."""
-        if (self._republishing is None and not self._stopping and self._published_starting
-                & (set(self._reconciler.leaders()) | set(self._reconciler.dormant_leaders()))):
-            self._republishing = asyncio.ensure_future(self._publish_started())
+    def _local_replicas(self) -> tuple:
+        """What a publication tells the front end of this broker's replicas, to compare."""
+        r = self._reconciler
+        return ({tp: (x.socket, x.pid) for tp, x in r.leaders().items()},
+                {tp: (x.socket, x.pid) for tp, x in r.followers().items()},
+                r.dormant_leaders(), r.dormant_followers())
 
-    async def _publish_started(self) -> None:
+    def _republish_if_stale(self) -> None:
+        """Publish again (coalesced) while the front end's replicas differ from the broker's:
+        a publication takes its snapshot before it awaits the front end, and a replica that
+        started, woke, rested or was born dormant meanwhile (a LeaderAndIsr applied while an
+        UpdateMetadata was under way, say) is not in it. A follower missing there is never
+        fetched for, and its leader's acks=all produces wait until it leaves the ISR."""
+        if self._republishing is None and not self._stopping and self._published_replicas != self._local_replicas():
+            self._republishing = asyncio.ensure_future(self._publish_stale())
+
+    async def _publish_stale(self) -> None:
         try:
-            while not self._stopping and self._published_starting & (set(self._reconciler.leaders())
-                                                                     | set(self._reconciler.dormant_leaders())):
+            while not self._stopping and self._published_replicas != self._local_replicas():
                 await self._publish()
         except Exception as e:  # noqa: BLE001 - the front end is gone (stopping); the next publish retries
-            self._log.warning("could not publish newly started leaders: %r", e)
+            self._log.warning("could not publish the broker's replicas: %r", e)
         finally:
             self._republishing = None
 
@@ -679,17 +683,19 @@ class BrokerCoordinator:
             leaders = {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()}
             followers = {tp: (r.actor, r.socket) for tp, r in self._reconciler.followers().items()}
             starting = self._starting(metadata)
+            snapshot = self._local_replicas()
             await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline),
                                                         leaders, followers, frozenset(starting),
                                                         self._reconciler.dormant_leaders(),
                                                         self._reconciler.dormant_followers())
             self._metadata = metadata
             self._published_starting = starting
+            self._published_replicas = snapshot
         self._publications += 1
         self._notify_metadata_changed()
         self._schedule_retry()
         self._watch_for_deaths()
-        self._republish_started()
+        self._republish_if_stale()
 
     async def _republish(self) -> None:
         """`_publish()` of the newest state, shared: callers that come while a publication is
