@@ -55,12 +55,6 @@ class LaunchedReplica:
     pid: int
 
 
-def _done() -> asyncio.Future:
-    future = asyncio.get_running_loop().create_future()
-    future.set_result(None)
-    return future
-
-
 class RayReplicaLauncher:
     """The Ray steps of the replica reconciler, for one broker."""
 
@@ -107,15 +101,14 @@ class RayReplicaLauncher:
             self._broker_id, coordinator=(self._coordinator, self._namespace) if self._coordinator else None)
 
     # -- spare processes -------------------------------------------------------------------
-    def refill(self) -> asyncio.Future:
+    def refill(self) -> None:
         """Start the spare processes missing from the target, each at once (Ray starts workers
-        in parallel), in the background; the returned future is done when they all run."""
+        in parallel), in the background: nothing waits for them."""
         missing = self._spare_target - len(self._spares) - len(self._creating)
         for _ in range(max(0, missing) if not self._stopped else 0):
             task = asyncio.ensure_future(self._start_spare())
             self._creating.add(task)
             task.add_done_callback(self._creating.discard)
-        return asyncio.ensure_future(asyncio.wait(set(self._creating))) if self._creating else _done()
 
     async def _start_spare(self) -> None:
         actor = self._new_process()
