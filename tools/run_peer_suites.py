@@ -12,11 +12,13 @@ requirements installed (the README of tools/peer_suites/ says how these were mad
         --confluent-kafka /tmp/peer/ck:/tmp/peer/ckvenv --runs 2
 
 Per run: a fresh data dir and broker (`rafka up --detach`, a minimal server.properties with
-the suite's keys), the suite's pytest with a JUnit XML report, then `rafka down`.
+the suite's keys), the suite's pytest with a JUnit XML report, then `rafka down`; meanwhile the
+cluster's peak PSS (the `rafka up` process tree) and the machine's peak load average.
 aiokafka has no switch for an external broker: its tests/conftest.py gets the fixtures of
 tools/peer_suites/aiokafka_conftest_tail.py appended (once), active with AIOKAFKA_BROKER set.
 Both suites delete each test's topics when it ends (kafka-python's through the plugin
-tools/peer_suites/rafka_delete_topics.py): each partition is a process on rafka today.
+tools/peer_suites/rafka_delete_topics.py): a partition written to keeps a replica process
+until it has been idle for replica.dormant.after.ms.
 
 Progress goes to stderr; the result to stdout (text, or --output json). Exit 0 when every
 suite ran and no test failed in every run, 1 when some test did, 2 when a suite could not run.
@@ -30,12 +32,19 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rafka.cli.state import read_state  # noqa: E402
+from rafka.common.process_memory import pss_bytes  # noqa: E402
+from rafka.common.process_tree import descendants  # noqa: E402
+
 AIOKAFKA_TAIL = ROOT / "tools" / "peer_suites" / "aiokafka_conftest_tail.py"
 PLUGINS = ROOT / "tools" / "peer_suites"   # rafka_delete_topics.py, for kafka-python's suite
 TAIL_MARK = "# --- rafka: run against a running broker"
@@ -80,12 +89,47 @@ SUITES = {
 }
 
 
+class PeakSampler:
+    """Every `interval_s`, the PSS of the whole rafka cluster (the `rafka up` process and every
+    process below it: Ray, ZooKeeper, the brokers' actors) and the machine's 1-minute load
+    average; keeps the peaks (issue 24: a client suite under 4 GiB and a load below 8)."""
+
+    def __init__(self, up_pid: int, interval_s: float = 2.0) -> None:
+        self.up_pid, self.interval_s = up_pid, interval_s
+        self.peak_pss_bytes, self.peak_load = 0, 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "PeakSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def sample(self) -> None:
+        pids = [self.up_pid, *descendants(self.up_pid)]
+        self.peak_pss_bytes = max(self.peak_pss_bytes, sum(pss_bytes(pid) for pid in pids))
+        self.peak_load = max(self.peak_load, os.getloadavg()[0])
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            self._stop.wait(self.interval_s)
+
+    def peaks(self) -> dict[str, float]:
+        return {"peak_pss_mib": round(self.peak_pss_bytes / (1 << 20)), "peak_load_1m": round(self.peak_load, 1)}
+
+
 @dataclass
 class SuiteResult:
-    """Each run's outcome per test id ('passed', 'failed', 'error', 'skipped')."""
+    """Each run's outcome per test id ('passed', 'failed', 'error', 'skipped'), and the
+    cluster's peak memory and the machine's peak load during it."""
 
     suite: str
     runs: list[dict[str, str]] = field(default_factory=list)
+    peaks: list[dict[str, float]] = field(default_factory=list)
     problem: str | None = None
 
     def failures(self) -> list[str]:
@@ -162,8 +206,8 @@ def prepare_aiokafka(checkout: Path) -> None:
 
 
 def run_once(suite: Suite, checkout: Path, venv: Path, work: Path, run: int, everything: bool,
-             limit_s: float) -> dict[str, str]:
-    """One fresh broker, one pytest run of the suite; the outcomes by test id."""
+             limit_s: float) -> tuple[dict[str, str], dict[str, float]]:
+    """One fresh broker, one pytest run of the suite; the outcomes by test id, and the peaks."""
     data = work / f"{suite.name}-run{run}"
     subprocess.run(["rm", "-rf", str(data)], check=True)
     data.mkdir(parents=True)
@@ -179,10 +223,11 @@ def run_once(suite: Suite, checkout: Path, venv: Path, work: Path, run: int, eve
     if up.returncode != 0:
         raise RuntimeError(f"rafka up failed: {up.stderr.strip()[-2000:]}")
     report = data / "junit.xml"
+    sampler = PeakSampler((read_state(data) or {}).get("pid", os.getpid()))
     try:
         log(f"{suite.name} run {run}: broker at {bootstrap}, pytest in {checkout}")
         started = time.monotonic()
-        with (data / "pytest.log").open("w") as out:
+        with (data / "pytest.log").open("w") as out, sampler:
             ignored = [] if everything else [f"--ignore={path}" for path in suite.out_of_scope]
             subprocess.run([str(venv / "bin" / "python"), "-m", "pytest", *suite.pytest_args, *ignored,
                             "-p", "no:cacheprovider",
@@ -195,13 +240,15 @@ def run_once(suite: Suite, checkout: Path, venv: Path, work: Path, run: int, eve
         log(f"{suite.name} run {run}: pytest killed after {limit_s:.0f} s (--suite-timeout); log {data / 'pytest.log'}")
     finally:
         subprocess.run([str(rafka), "down", "--data-dir", str(data)], capture_output=True)
+    log(f"{suite.name} run {run}: the cluster's peak PSS {sampler.peaks()['peak_pss_mib']} MiB,"
+        f" the machine's peak load average {sampler.peaks()['peak_load_1m']}")
     if report.exists():
-        return outcomes(report)
+        return outcomes(report), sampler.peaks()
     found = outcomes_from_log(data / "pytest.log")
     if not found:
         raise RuntimeError(f"pytest ran no test; see {data / 'pytest.log'}")
     log(f"{suite.name} run {run}: no JUnit report (cut short?); {len(found)} outcomes read from its log")
-    return found
+    return found, sampler.peaks()
 
 
 def text_report(results: list[SuiteResult]) -> str:
@@ -213,6 +260,8 @@ def text_report(results: list[SuiteResult]) -> str:
         counts = "; ".join(f"run {i}: " + ", ".join(f"{n} {o}" for o, n in c.items()) for i, c in
                            enumerate(r.counts(), 1))
         lines.append(f"{r.suite}: {counts}")
+        lines += [f"  run {i}: the cluster's peak PSS {p['peak_pss_mib']} MiB, peak load average {p['peak_load_1m']}"
+                  for i, p in enumerate(r.peaks, 1)]
         lines += [f"  failed every run: {t}" for t in r.failures()]
         lines += [f"  flaky (failed in some runs): {t}" for t in r.flakes()]
     return "\n".join(lines)
@@ -256,15 +305,17 @@ def main(argv: list[str] | None = None) -> int:
             if name == "aiokafka":
                 prepare_aiokafka(Path(checkout))
             for run in range(1, args.runs + 1):
-                result.runs.append(run_once(suite, Path(checkout).resolve(), Path(venv).resolve(), args.work, run,
-                                               args.all, args.suite_timeout))
+                found, peaks = run_once(suite, Path(checkout).resolve(), Path(venv).resolve(), args.work, run,
+                                        args.all, args.suite_timeout)
+                result.runs.append(found)
+                result.peaks.append(peaks)
                 log(f"{name} run {run}: " + ", ".join(f"{n} {o}" for o, n in result.counts()[-1].items()))
         except (RuntimeError, OSError, ET.ParseError) as e:
             result.problem = str(e)
             log(f"{name}: {e}")
     if args.output == "json":
         print(json.dumps([{"suite": r.suite, "problem": r.problem, "counts": r.counts(), "failures": r.failures(),
-                           "flakes": r.flakes(), "runs": r.runs} for r in results], indent=2))
+                           "flakes": r.flakes(), "peaks": r.peaks, "runs": r.runs} for r in results], indent=2))
     else:
         print(text_report(results))
     if any(r.problem for r in results):

@@ -1,10 +1,11 @@
 """The peer-suite runner's bookkeeping: outcomes from JUnit XML and from verbose logs, failures
-told from flakes across runs, and the minimal broker properties."""
+told from flakes across runs, the minimal broker properties, and the cluster's peak memory."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from tools.run_peer_suites import SuiteResult, outcomes, outcomes_from_log, write_properties
+from tests.waiting import wait_until
+from tools.run_peer_suites import PeakSampler, SuiteResult, outcomes, outcomes_from_log, write_properties
 
 
 def test_junit_outcomes_by_test_id(tmp_path: Path) -> None:
@@ -43,3 +44,25 @@ def test_properties_are_the_suites_keys_over_kafkas_defaults(tmp_path: Path) -> 
     props = tmp_path / "server.properties"
     write_properties(props, {"num.partitions": "2", "listeners": "PLAINTEXT://127.0.0.1:1"})
     assert props.read_text().splitlines() == ["broker.id=0", "num.partitions=2", "listeners=PLAINTEXT://127.0.0.1:1"]
+
+
+def test_peaks_count_the_whole_process_tree_and_keep_the_highest() -> None:
+    import os
+    import subprocess
+    import sys
+
+    from rafka.common.process_memory import pss_bytes
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(30)"])
+    try:
+        sampler = PeakSampler(os.getpid())
+        wait_until(lambda: pss_bytes(child.pid) > 60 << 20, timeout_s=20, message="the child's memory")
+        sampler.sample()
+        with_child = sampler.peak_pss_bytes
+        assert with_child >= pss_bytes(os.getpid()) + (60 << 20)
+    finally:
+        child.kill()
+        child.wait()
+    sampler.sample()
+    assert sampler.peak_pss_bytes == with_child   # a peak, not the last sample
+    assert sampler.peaks()["peak_load_1m"] >= 0 and sampler.peaks()["peak_pss_mib"] >= 60
