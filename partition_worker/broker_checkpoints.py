@@ -88,29 +88,52 @@ class BrokerCheckpoints:
               cleaner_offsets: bool = True, skip_dirs: frozenset[str] = frozenset()) -> dict[str, str]:
         """Rewrite the chosen files of every log dir but `skip_dirs` (failed ones); returns the
         dirs whose write failed (OSError: a full or broken disk), with the error, after trying
-        every other dir.
+        every other dir. (`snapshot`, `write_snapshot` and `prune`, in this order, do the same
+        with the files written in another thread.)
 
         Entries of partitions whose directory is gone from the log dir are dropped, as Kafka
         writes only the logs it holds.
         """
-        failed: dict[str, str] = {}
-        for log_dir, cps in self._dirs.items():
-            if log_dir in skip_dirs:
-                continue
-            try:
-                self._write_dir(log_dir, cps, recovery_points, log_start_offsets, cleaner_offsets)
-            except OSError as e:
-                failed[log_dir] = describe_os_error(e)
+        failed, gone = self.write_snapshot(self.snapshot(skip_dirs), recovery_points=recovery_points,
+                                           log_start_offsets=log_start_offsets, cleaner_offsets=cleaner_offsets)
+        self.prune(gone)
         return failed
 
+    def snapshot(self, skip_dirs: frozenset[str] = frozenset()) -> list[LogDirCheckpoints]:
+        """Copies of the tables of every log dir but `skip_dirs`, taken where they change (the
+        broker's event loop), for `write_snapshot` to write in another thread: iterating the
+        live tables there raced with the loop adding partitions."""
+        return [LogDirCheckpoints(cps.log_dir, dict(cps.recovery_points), dict(cps.log_start_offsets),
+                                  dict(cps.cleaner_offsets), dict(cps.high_watermarks))
+                for log_dir, cps in self._dirs.items() if log_dir not in skip_dirs]
+
     @staticmethod
-    def _write_dir(log_dir: str, cps: LogDirCheckpoints, recovery_points: bool, log_start_offsets: bool,
-                   cleaner_offsets: bool) -> None:
-        """Drop the entries of partitions gone from `log_dir`, then rewrite its chosen files."""
-        root = Path(log_dir)
-        for table in (cps.recovery_points, cps.log_start_offsets, cps.cleaner_offsets, cps.high_watermarks):
-            for tp in [tp for tp in table if not (root / str(tp)).is_dir()]:
-                del table[tp]
-        if root.is_dir():
-            cps.write(recovery_points=recovery_points, log_start_offsets=log_start_offsets,
-                      cleaner_offsets=cleaner_offsets)
+    def write_snapshot(snapshot: list[LogDirCheckpoints], *, recovery_points: bool = True,
+                       log_start_offsets: bool = True, cleaner_offsets: bool = True,
+                       ) -> tuple[dict[str, str], dict[str, set[TopicPartition]]]:
+        """Write the chosen files of each log dir of `snapshot`, without the partitions whose
+        directory is gone. Returns the dirs whose write failed, with why, and the partitions
+        found gone in each dir (for `prune`)."""
+        failed: dict[str, str] = {}
+        gone: dict[str, set[TopicPartition]] = {}
+        for cps in snapshot:
+            root = cps.log_dir
+            gone[str(root)] = {tp for table in (cps.recovery_points, cps.log_start_offsets, cps.cleaner_offsets,
+                                                cps.high_watermarks) for tp in table if not (root / str(tp)).is_dir()}
+            for tp in gone[str(root)]:
+                cps.forget(tp)
+            try:
+                if root.is_dir():
+                    cps.write(recovery_points=recovery_points, log_start_offsets=log_start_offsets,
+                              cleaner_offsets=cleaner_offsets)
+            except OSError as e:
+                failed[str(root)] = describe_os_error(e)
+        return failed, gone
+
+    def prune(self, gone: dict[str, set[TopicPartition]]) -> None:
+        """Drop the entries of partitions a write found gone, unless their directory is back."""
+        for log_dir, tps in gone.items():
+            cps = self._dirs.get(log_dir)
+            for tp in tps:
+                if cps is not None and not (Path(log_dir) / str(tp)).is_dir():
+                    cps.forget(tp)

@@ -86,9 +86,12 @@ class LogMaintenance:
             self.take_statuses(tps, statuses)
         for tp, offset in self._cleaner_checkpoints.items():
             self._checkpoints.update(tp, cleaner_offset=offset)
-        return await asyncio.to_thread(self._checkpoints.write, recovery_points=recovery_points,
-                                       log_start_offsets=log_start_offsets, cleaner_offsets=cleaner_offsets,
-                                       skip_dirs=frozenset(skip_dirs))
+        snapshot = self._checkpoints.snapshot(frozenset(skip_dirs))   # (here: the tables change on this loop)
+        failed, gone = await asyncio.to_thread(BrokerCheckpoints.write_snapshot, snapshot,
+                                               recovery_points=recovery_points, log_start_offsets=log_start_offsets,
+                                               cleaner_offsets=cleaner_offsets)
+        self._checkpoints.prune(gone)
+        return failed
 
     # -- the log cleaner -------------------------------------------------------------
     async def clean_dirtiest_logs(self, replicas: Mapping[TopicPartition, Any]) -> int:

@@ -79,3 +79,33 @@ def test_a_moved_partition_takes_its_checkpointed_values_to_its_new_dir(tmp_path
     again = BrokerCheckpoints((str(a), str(b)))
     again.move(tp, str(a))
     assert again.place(tp, str(a)) == PartitionCheckpoint(50, 20, 10)
+
+
+def test_a_snapshot_written_elsewhere_lets_the_tables_change_meanwhile(tmp_path):
+    """The broker writes a snapshot in a thread while its loop goes on placing partitions (the
+    write once iterated the live tables there: "dictionary changed size during iteration")."""
+    import threading
+
+    for tp in (A, B):
+        (tmp_path / str(tp)).mkdir()
+    cps = BrokerCheckpoints((str(tmp_path),))
+    cps.place(A, str(tmp_path))
+    cps.update(A, recovery_point=3)
+    snapshot = cps.snapshot()
+    others = [TopicPartition("many", i) for i in range(2000)]
+    adding = threading.Thread(target=lambda: [(cps.place(tp, str(tmp_path)), cps.update(tp, recovery_point=1))
+                                              for tp in others])
+    adding.start()
+    failed, gone = BrokerCheckpoints.write_snapshot(snapshot)
+    adding.join()
+    assert failed == {} and gone == {str(tmp_path): set()}
+    assert read_offset_checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT) == {A: 3}   # as of the snapshot
+
+    cps.place(B, str(tmp_path))
+    cps.update(B, recovery_point=9)
+    failed, gone = BrokerCheckpoints.write_snapshot(cps.snapshot())   # the "many" dirs do not exist
+    assert gone[str(tmp_path)] == set(others)
+    (tmp_path / str(others[0])).mkdir()    # back before the prune: its entry stays
+    cps.prune(gone)
+    cps.write()
+    assert read_offset_checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT) == {A: 3, B: 9, others[0]: 1}
