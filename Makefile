@@ -16,7 +16,7 @@ demo: setup
 	$(PY) -m rafka.demo
 
 test: setup
-	$(PY) -m pytest tests -q -p no:cacheprovider
+	$(PY) -m pytest tests -q -p no:cacheprovider --durations=25
 
 unit: venv
 	$(PY) -m pytest tests/unit -q
