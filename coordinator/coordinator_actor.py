@@ -49,6 +49,7 @@ from rafka.common.topic_configs import ConfigEntry
 from rafka.common.types import Endpoint, TopicPartition
 from rafka.coordinator.admin.admin_service import AdminService
 from rafka.coordinator.broker.death_watch import BrokerDeathWatch
+from rafka.coordinator.broker.live_cap import LiveReplicaCap
 from rafka.coordinator.broker.log_dir_failure import FailedLogDirs, replicas_to_report
 from rafka.coordinator.broker.log_dir_mover import ReplicaLogDirs
 from rafka.coordinator.broker.log_dir_plan import LogDirDescription
@@ -56,7 +57,7 @@ from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.coordinator.broker.offline_report import REPORT_TIMEOUT_S, OfflineReplicaReport
 from rafka.coordinator.broker.reconciler import DEFAULT_MAX_PARALLEL_STARTS, ReplicaReconciler
 from rafka.coordinator.broker.replica_launcher import RayReplicaLauncher
-from rafka.coordinator.broker.replica_plan import with_offline_replicas
+from rafka.coordinator.broker.replica_plan import changed_partitions, with_offline_replicas
 from rafka.coordinator.controller.controller import Controller
 from rafka.coordinator.group.group_coordinator import GroupSettings
 from rafka.coordinator.messages import PartitionsSpec, TopicResult, TopicSpec
@@ -75,6 +76,10 @@ state_change = logging.getLogger("rafka.state_change")
 FrontendActor = ray.remote(Frontend)
 SERVE_WAIT_MS = 30000          # how long `start` waits for metadata that lists this broker
 CONTROL_CALL_TIMEOUT_S = 60.0  # a metadata push to another broker's coordinator
+IDLENESS_TIMEOUT_S = 5.0       # a live replica's answer to how long it has been idle
+# A replica rested to make room has been idle this long at least: one just woken has its
+# held writes on their way (resting it first would answer them NOT_LEADER_OR_FOLLOWER).
+MIN_IDLE_TO_MAKE_ROOM_MS = 250
 LEADER_AND_ISR_WAIT_S = 10.0   # how long the controller waits for the brokers' LeaderAndIsr to be done
 REST_CHECKPOINT_DELAY_S = 1.0  # checkpoints are written this soon after replicas went dormant
 
@@ -104,6 +109,7 @@ class BrokerCoordinator:
         self._published_starting: set[TopicPartition] = set()   # led here, replica not started: requests wait
         self._republishing: asyncio.Task | None = None
         self._published_replicas: tuple = ()   # `_local_replicas()` as the last publication saw them
+        self._published_offline: set[TopicPartition] = set()
         self._checkpoint_after_rest: asyncio.TimerHandle | None = None
         self._wake = asyncio.Event()
         self._topic_configs: dict[str, LogConfig] = {}
@@ -114,10 +120,15 @@ class BrokerCoordinator:
                                       coordinator=coordinator_name(self._id), failed_dirs=self._failed_dirs,
                                       spares=config.replica_spare_processes)
         self._launcher = launcher
+        self._live_cap = LiveReplicaCap(config.replica_max_live_processes, lambda: len(self._reconciler.replicas),
+                                        self._make_room)
+        # Near the cap, wakes take the processes of the replicas rested to make room for them.
+        spares = config.replica_spare_processes
+        launcher.rests_coming = lambda: 0 <= self._live_cap.limit <= self._live_cap.in_use() + spares
         self._reconciler = ReplicaReconciler(self._id, launcher, self._maintenance, self._topic_config, self._log,
                                              on_replica_lost=self._replica_lost,
                                              on_leader_ready=self._leader_ready,
-                                             dormancy=config.replica_dormant_after_ms >= 0)
+                                             dormancy=config.replica_dormant_after_ms >= 0, cap=self._live_cap)
         self._log_dirs = ReplicaLogDirs(
             config.log_dirs, self._reconciler, self._maintenance, self._log, topic_id=self._topic_id,
             known=lambda tp: self._metadata.partition(tp.topic, tp.partition) is not None,
@@ -263,6 +274,7 @@ class BrokerCoordinator:
                 "replicas": sorted(str(tp) for tp in self._reconciler.replicas),
                 "dormant_replicas": len(self._reconciler.dormant),
                 "spare_replica_processes": self._launcher.spares,
+                "max_live_replica_processes": self._live_cap.limit, "wakes_over_the_cap": self._live_cap.over_cap,
                 "leaders": len(led),
                 "under_replicated_partitions": sorted(f"{t}-{i.partition}" for t, i in _partitions(metadata)
                                                       if i.leader == me and len(i.isr) < len(i.replicas)),
@@ -524,7 +536,8 @@ class BrokerCoordinator:
         if not self._stopping:
             asyncio.ensure_future(self._rest(tp, pid))
 
-    async def _rest(self, tp: TopicPartition, pid: int) -> None:
+    async def _rest(self, tp: TopicPartition, pid: int) -> bool:
+        """Close the idle replica of `tp` (process `pid`) and serve its partition dormant; True if it rested."""
         before = self._reconciler.replicas.get(tp)
         try:
             rested = await self._reconciler.rest(tp, pid, quiesce=lambda: self._frontend.quiesce.remote(tp))
@@ -532,8 +545,24 @@ class BrokerCoordinator:
                 self._report_offline()
                 await self._republish()
                 self._checkpoint_soon()
+            return rested
         except Exception as e:  # noqa: BLE001 - the front end is gone (stopping): nothing to do
             self._log.warning("could not make replica %s dormant: %r", tp, e)
+            return False
+
+    async def _make_room(self, count: int) -> int:
+        """replica.max.live.processes is reached and wakes wait: rest up to `count` of the live
+        replicas idle longest (quiet ones only, as a replica reports them); how many rested."""
+        replicas = dict(self._reconciler.replicas)
+        idle = await asyncio.gather(*[asyncio.wait_for(r.actor.idle_for_ms.remote(), IDLENESS_TIMEOUT_S)
+                                      for r in replicas.values()], return_exceptions=True)
+        ranked = sorted(((ms, tp) for tp, ms in zip(replicas, idle)
+                         if isinstance(ms, (int, float)) and ms >= MIN_IDLE_TO_MAKE_ROOM_MS), key=lambda pair: -pair[0])
+        chosen = [tp for _, tp in ranked[:count]]
+        self._log.info("%d replicas run (replica.max.live.processes=%d) and %d wakes wait: resting %d idle ones",
+                       len(replicas), self._live_cap.limit, self._live_cap.waiting, len(chosen))
+        rested = await asyncio.gather(*[self._rest(tp, replicas[tp].pid) for tp in chosen])
+        return sum(rested)
 
     async def wake_replica(self, tp: TopicPartition) -> bool:
         """A request for a dormant replica needs its process (a produce, a follower behind):
@@ -684,12 +713,22 @@ class BrokerCoordinator:
             followers = {tp: (r.actor, r.socket) for tp, r in self._reconciler.followers().items()}
             starting = self._starting(metadata)
             snapshot = self._local_replicas()
-            await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline),
-                                                        leaders, followers, frozenset(starting),
-                                                        self._reconciler.dormant_leaders(),
-                                                        self._reconciler.dormant_followers())
+            dormant_leaders, dormant_followers = snapshot[2], snapshot[3]
+            if (metadata is self._metadata and starting == self._published_starting
+                    and offline == self._published_offline and self._published_replicas):
+                # Only replicas changed (wakes and rests): send those alone.
+                changed = changed_partitions(self._published_replicas, snapshot)
+                if changed:
+                    await self._frontend.update_replicas.remote(
+                        changed, _only(leaders, changed), _only(followers, changed),
+                        _only(dormant_leaders, changed), _only(dormant_followers, changed))
+            else:
+                await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline),
+                                                            leaders, followers, frozenset(starting),
+                                                            dormant_leaders, dormant_followers)
             self._metadata = metadata
             self._published_starting = starting
+            self._published_offline = offline
             self._published_replicas = snapshot
         self._publications += 1
         self._notify_metadata_changed()
@@ -857,3 +896,7 @@ class BrokerCoordinator:
 def _partitions(metadata: ClusterMetadata) -> list[tuple[str, Any]]:
     """(topic, PartitionInfo) of every partition in `metadata`."""
     return [(name, info) for name, topic in metadata.topics.items() for info in topic.partitions.values()]
+
+
+def _only(table: dict[TopicPartition, Any], partitions: frozenset[TopicPartition]) -> dict[TopicPartition, Any]:
+    return {tp: table[tp] for tp in partitions if tp in table}

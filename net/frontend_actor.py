@@ -127,6 +127,20 @@ class Frontend:
         self._lead_offsets_partitions()
         self._fetchers.update(metadata, self._follower_channels)
 
+    def update_replicas(self, changed: frozenset[TopicPartition], leaders: dict[TopicPartition, tuple[Any, str]],
+                        followers: dict[TopicPartition, tuple[Any, str]],
+                        dormant_leaders: dict[TopicPartition, ClosedLog | None],
+                        dormant_followers: dict[TopicPartition, ClosedLog | None]) -> None:
+        """`update_metadata` for the replicas of `changed` alone (a wake or a rest), the metadata
+        and the other partitions' replicas as they are: a burst of wakes costs each one its own
+        partition, not all of the broker's."""
+        self._channels = self._reuse_channels(self._channels, leaders, dormant_leaders, only=changed)
+        before = self._follower_channels
+        self._follower_channels = self._reuse_channels(before, followers, dormant_followers, only=changed)
+        self._lead_offsets_partitions()
+        if any(before.get(tp) is not self._follower_channels.get(tp) for tp in changed):
+            self._fetchers.update(self.metadata, self._follower_channels)
+
     def _lead_offsets_partitions(self) -> None:
         """The group coordinator owns the `__consumer_offsets` partitions led here, those whose
         replica still starts included: their groups answer COORDINATOR_LOAD_IN_PROGRESS
@@ -136,11 +150,14 @@ class Frontend:
                                         if tp.topic == OFFSETS_TOPIC})
 
     def _reuse_channels(self, current: dict[TopicPartition, Channel], wanted: dict[TopicPartition, tuple[Any, str]],
-                        dormant: dict[TopicPartition, ClosedLog | None] | None) -> dict[TopicPartition, Channel]:
+                        dormant: dict[TopicPartition, ClosedLog | None] | None,
+                        only: frozenset[TopicPartition] | None = None) -> dict[TopicPartition, Channel]:
         """Channels to the `wanted` replicas, keeping the open ones whose socket is unchanged, and
         to the `dormant` ones; closes the rest. A dormant channel whose replica runs again hands
-        the calls it holds to the new channel."""
-        channels: dict[TopicPartition, Channel] = {}
+        the calls it holds to the new channel. With `only`, just those partitions change (the
+        others keep their channels), and `wanted` and `dormant` name no other."""
+        channels: dict[TopicPartition, Channel] = {} if only is None else {
+            tp: channel for tp, channel in current.items() if tp not in only}
         for tp, (actor, socket_path) in wanted.items():
             existing = current.get(tp)
             channels[tp] = existing if isinstance(existing, ReplicaChannel) and existing.socket_path == socket_path \
@@ -155,7 +172,7 @@ class Frontend:
                 channels[tp] = DormantChannel(tp, closed, self._wake_replica, self._isr)
         for tp, channel in current.items():
             replacement = channels.get(tp)
-            if replacement is channel:
+            if replacement is channel or (only is not None and tp not in only):
                 continue
             if isinstance(channel, DormantChannel):
                 channel.woke(replacement if isinstance(replacement, ReplicaChannel) else None)

@@ -23,6 +23,7 @@ side lives behind the launcher (`RayReplicaLauncher`), so this class is tested w
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -33,6 +34,7 @@ from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.metadata import ClusterMetadata
 from rafka.common.types import TopicPartition
 from rafka.coordinator.broker import replica_plan as rp
+from rafka.coordinator.broker.live_cap import LiveReplicaCap
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
 from rafka.partition_worker.closed_log import ClosedLog
@@ -82,7 +84,7 @@ class ReplicaReconciler:
                  clock_ms: Callable[[], float] = lambda: time.monotonic() * 1000,
                  on_replica_lost: Callable[[], Awaitable[None]] | None = None,
                  on_leader_ready: Callable[[TopicPartition], None] | None = None,
-                 dormancy: bool = False) -> None:
+                 dormancy: bool = False, cap: LiveReplicaCap | None = None) -> None:
         self._broker_id = broker_id
         self._launcher = launcher
         self._maintenance = maintenance
@@ -99,6 +101,7 @@ class ReplicaReconciler:
         self.replicas: dict[TopicPartition, Any] = {}   # running replicas (launcher's handles)
         self.dormant: dict[TopicPartition, ClosedLog] = {}   # replicas without a process
         self._dormancy = dormancy   # replica.dormant.after.ms >= 0: new partitions start dormant
+        self._cap = cap             # replica.max.live.processes: wakes take turns under it
         self._waking: dict[TopicPartition, asyncio.Future] = {}
         self._resting: dict[TopicPartition, asyncio.Future] = {}
         self._rests = asyncio.Semaphore(max_parallel_starts)
@@ -311,8 +314,10 @@ class ReplicaReconciler:
                 except BaseException:
                     self._launcher.kill(replica)
                     raise
-                # Its process may serve another partition next (one waiting to start, say).
-                self._launcher.release(replica, wanted=self._waiting_starts > 0)
+                # Its process may serve another partition next
+                # (a start waits for its turn, or a wake for room under replica.max.live.processes)
+                wanted = self._waiting_starts > 0 or (self._cap is not None and self._cap.waiting > 0)
+                self._launcher.release(replica, wanted=wanted)
                 self._maintenance.take_statuses([tp], [status])
                 closed = await self._launcher.reopen_dormant(replica, status, self._maintenance.place)
                 del replica
@@ -324,6 +329,8 @@ class ReplicaReconciler:
                 self.book[tp] = rp.dormant(entry.role)
                 self._log.info("replica %s is dormant (idle): its process exited; log end %d", tp,
                                closed.log_end_offset)
+                if self._cap is not None:
+                    self._cap.rested()   # (a wake waiting for room may go)
                 return True
             except Exception as e:  # noqa: BLE001 - this partition only: offline, started again with backoff
                 self._failed(tp, e)
@@ -346,8 +353,11 @@ class ReplicaReconciler:
             return tp in self.replicas
         done = self._waking[tp] = asyncio.get_running_loop().create_future()
         woke = False
+        asked_ms = self._clock_ms()
         try:
-            await self._bounded(self._start(tp, role or entry.role, topic_id))
+            async with self._cap.turn() if self._cap is not None else contextlib.nullcontext():
+                turn_ms = self._clock_ms()
+                await self._bounded(self._start(tp, role or entry.role, topic_id))
             woke = tp in self.replicas
         except Exception as e:  # noqa: BLE001 - this partition only: offline, started again with backoff
             self._failed(tp, e)
@@ -356,7 +366,8 @@ class ReplicaReconciler:
             del self._waking[tp]
             done.set_result(woke)
         if woke:
-            self._log.info("woke dormant replica %s", tp)
+            self._log.info("woke dormant replica %s in %.0f ms (%.0f of them waiting for room)", tp,
+                           self._clock_ms() - asked_ms, turn_ms - asked_ms)
         return woke
 
     def forget_all(self) -> None:

@@ -44,6 +44,8 @@ from rafka.partition_worker.replica_state import LeaderAndIsr
 ReplicaActor = ray.remote(PartitionReplica)
 log = logging.getLogger(__name__)
 
+SPARE_SLACK = 2   # released processes are kept as spares up to this many times replica.spare.processes
+
 
 @dataclass(frozen=True)
 class LaunchedReplica:
@@ -72,6 +74,9 @@ class RayReplicaLauncher:
         self._preferred: dict[TopicPartition, str] = {}   # log dir for a partition not created yet
         self._spare_target = spares
         self._spares: list[Any] = []   # replica processes without a partition, ready to open one
+        # Whether processes will come back from rests soon (wakes wait for room under
+        # replica.max.live.processes): then starts take those instead of new ones.
+        self.rests_coming: Callable[[], bool] = lambda: False
         self._creating: set[asyncio.Task] = set()   # spare processes being started
         self._stopped = False
 
@@ -103,9 +108,10 @@ class RayReplicaLauncher:
     # -- spare processes -------------------------------------------------------------------
     def refill(self) -> None:
         """Start the spare processes missing from the target, each at once (Ray starts workers
-        in parallel), in the background: nothing waits for them."""
+        in parallel), in the background: nothing waits for them. Not while rests are about to
+        hand processes back: a process started then would be one too many, and ended again."""
         missing = self._spare_target - len(self._spares) - len(self._creating)
-        for _ in range(max(0, missing) if not self._stopped else 0):
+        for _ in range(max(0, missing) if not self._stopped and not self.rests_coming() else 0):
             task = asyncio.ensure_future(self._start_spare())
             self._creating.add(task)
             task.add_done_callback(self._creating.discard)
@@ -134,12 +140,14 @@ class RayReplicaLauncher:
 
     def release(self, replica: LaunchedReplica, wanted: bool = False) -> None:
         """A replica closed cleanly (it went dormant): its process becomes a spare while they are
-        short of the target or a start is `wanted` (one waits for its turn), else it ends."""
-        if not self._stopped and (wanted or len(self._spares) < self._spare_target):
+        fewer than twice the target (wakes and rests come in waves: a process ended now would be
+        started again for the next wake, at ~1 s of a core) or a start is `wanted` (one waits for
+        its turn), else it ends."""
+        if not self._stopped and (wanted or len(self._spares) < SPARE_SLACK * self._spare_target):
             self._spares.append(replica.actor)
         else:
             ray.kill(replica.actor)
-        while len(self._spares) > self._spare_target and not wanted:   # (a burst is over)
+        while len(self._spares) > SPARE_SLACK * self._spare_target and not wanted:   # (a burst is over)
             ray.kill(self._spares.pop(0))
 
     def stop_spares(self) -> None:

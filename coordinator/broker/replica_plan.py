@@ -167,3 +167,13 @@ def with_offline_replicas(metadata: ClusterMetadata, broker_id: int, offline_tps
         partitions[tp.partition] = p
         topics[tp.topic] = replace(info, partitions=partitions)
     return replace(metadata, topics=topics)
+
+
+def changed_partitions(before: tuple[Mapping, ...], after: tuple[Mapping, ...]) -> frozenset[TopicPartition]:
+    """The partitions whose entry differs between two snapshots of a broker's replica tables
+    (added, removed or changed in any of them): what a publication of wakes and rests sends."""
+    return frozenset(tp for old, new in zip(before, after) for tp in old.keys() | new.keys()
+                     if old.get(tp, _ABSENT) != new.get(tp, _ABSENT))
+
+
+_ABSENT = object()

@@ -192,6 +192,10 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("replica.spare.processes", int, 4,
               "rafka: replica processes each broker keeps started ahead of need, so a new or dormant "
               "partition's replica opens in milliseconds instead of waiting for a process to start.", minimum=0),
+    ConfigKey("replica.max.live.processes", int, 128,
+              "rafka: replica processes a broker runs at most for wakes of dormant replicas; at the cap, "
+              "the replicas idle longest are put to rest early to make room (a wake that finds no idle "
+              "one within 10 s goes ahead over it). -1: no cap.", minimum=-1),
     ConfigKey("replica.dormant.after.ms", int, 300_000,
               "rafka: how long a replica with no writes (no produce, no follower catching up, no "
               "DeleteRecords or cleaning) keeps its process; then it closes cleanly and its broker serves "
@@ -384,6 +388,7 @@ class BrokerConfig:
     replica_lag_time_max_ms: int = 30000
     replica_dormant_after_ms: int = 300_000
     replica_spare_processes: int = 4
+    replica_max_live_processes: int = 128
     replica_alter_log_dirs_io_max_bytes_per_second: int = LONG_MAX
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000

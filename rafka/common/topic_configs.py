@@ -113,7 +113,7 @@ BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
                                              "broker.id.generation.enable")},
     **{name: ConfigType.INT for name in (
         "broker.id", "reserved.broker.max.id", "zookeeper.session.timeout.ms", "num.partitions", "default.replication.factor",
-        "leader.imbalance.per.broker.percentage", "replica.spare.processes",
+        "leader.imbalance.per.broker.percentage", "replica.spare.processes", "replica.max.live.processes",
         "message.max.bytes", "log.segment.bytes", "log.index.interval.bytes", "log.index.size.max.bytes",
         "log.flush.offset.checkpoint.interval.ms", "log.flush.start.offset.checkpoint.interval.ms",
         "log.cleaner.threads", "log.cleaner.io.buffer.size", "min.insync.replicas", "producer.id.expiration.ms",

@@ -444,3 +444,12 @@ def test_a_dormant_leader_takes_a_new_epoch_without_a_process_but_a_follower_wak
 
 async def _value(v):
     return v
+
+
+def test_a_publication_of_wakes_and_rests_names_only_the_partitions_that_changed():
+    before = ({A0: ("s0", 10)}, {A1: ("s1", 11)}, {B0: "closed-b0"}, {})
+    after = ({A0: ("s0", 10), B0: ("s2", 12)}, {A1: ("s1", 11)}, {}, {TopicPartition("c", 0): None})
+    assert rp.changed_partitions(before, after) == {B0, TopicPartition("c", 0)}   # woke; born closing
+    assert rp.changed_partitions(after, after) == frozenset()
+    restarted = ({A0: ("s0", 99), B0: ("s2", 12)}, {A1: ("s1", 11)}, {}, {TopicPartition("c", 0): None})
+    assert rp.changed_partitions(after, restarted) == {A0}   # a new process behind the same socket

@@ -1,0 +1,112 @@
+"""`replica.max.live.processes`: how many replicas of a broker run at once.
+
+A replica process costs ~60 MiB whether it is busy or not; a dormant replica costs nothing but
+its closed log (`reconciler.py`). Writes to many dormant partitions at once (a producer
+spreading over 1,000 partitions, say) would wake them all, and start more processes than the
+machine holds. Here each wake waits for its turn while the broker runs that many: the replicas
+idle longest (quiet ones only: nothing under way, the high watermark at the log end) are put to
+rest early to make room, as they would be after `replica.dormant.after.ms` anyway. The cap is
+soft: when no replica has come to rest for `wait_s` while a wake waits (every live replica is
+busy), it goes ahead over the cap, so a busy broker grows rather than stalls its writes. A long
+queue of wakes behind rests that do come waits its turn.
+
+Pure asyncio, no Ray: the broker supplies the live count and the way to make room.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import AsyncIterator, Awaitable, Callable
+
+log = logging.getLogger(__name__)
+
+WAIT_S = 10.0            # how long a wake waits for room before it goes over the cap
+RETRY_AFTER_S = 0.2      # after a round that freed nothing, before the next one
+BATCH_FRACTION = 8       # a round rests at least 1/8 of the cap: rounds are few, wakes come in bursts
+
+
+class LiveReplicaCap:
+    """Admits wakes while fewer than `limit` replicas run (-1: no limit), resting idle ones first."""
+
+    def __init__(self, limit: int, live: Callable[[], int], make_room: Callable[[int], Awaitable[int]], *,
+                 wait_s: float = WAIT_S, retry_after_s: float = RETRY_AFTER_S) -> None:
+        self.limit = limit
+        self._live = live                # replicas running now
+        self._make_room = make_room      # rest up to n idle replicas; how many it rested
+        self._wait_s, self._retry_after_s = wait_s, retry_after_s
+        self._admitted = 0               # wakes let through whose replica may not count in `live()` yet
+        self._waiting = 0                # wakes waiting for room
+        self._changed = asyncio.Event()
+        self._relieving: asyncio.Task | None = None
+        self._last_rest = float("-inf")  # loop time a replica last came to rest
+        self.over_cap = 0                # wakes that went ahead over the cap (for status and tests)
+
+    @property
+    def waiting(self) -> int:
+        return self._waiting
+
+    def in_use(self) -> int:
+        return self._live() + self._admitted
+
+    @contextlib.asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        """A wake's turn: entered once there is room (or `wait_s` passed), left when its start
+        is done (its replica then counts in `live()`, or it failed)."""
+        if self.limit >= 0:
+            await self._wait_for_room()
+        self._admitted += 1
+        try:
+            yield
+        finally:
+            self._admitted -= 1
+            self.changed()
+
+    def changed(self) -> None:
+        """Something that holds a process ended (a start, a replica's death): waiters look again."""
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def rested(self) -> None:
+        """A replica came to rest (its process is free): room, and progress for the waiters."""
+        self._last_rest = asyncio.get_running_loop().time()
+        self.changed()
+
+    async def _wait_for_room(self) -> None:
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        self._waiting += 1
+        try:
+            while self.in_use() >= self.limit:
+                remaining = max(began, self._last_rest) + self._wait_s - loop.time()
+                if remaining <= 0:
+                    self.over_cap += 1
+                    log.warning("no replica came to rest for %.0f s: a wake goes over replica.max.live.processes"
+                                " (%d running)", self._wait_s, self._live())
+                    return
+                self._relieve()
+                changed = self._changed
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(changed.wait(), remaining)
+        finally:
+            self._waiting -= 1
+
+    def _relieve(self) -> None:
+        if self._relieving is None:
+            self._relieving = asyncio.ensure_future(self._relieve_once())
+
+    async def _relieve_once(self) -> None:
+        """One round: rest enough idle replicas for the wakes waiting, at least 1/8 of the cap."""
+        rested = 0
+        try:
+            wanted = self.in_use() + self._waiting - self.limit + 1
+            rested = await self._make_room(max(wanted, self.limit // BATCH_FRACTION, 1))
+        except Exception:  # noqa: BLE001 - the next round tries again; waiters go over the cap in time
+            log.exception("making room for woken replicas failed")
+        finally:
+            if rested:
+                self.rested()
+            else:
+                await asyncio.sleep(self._retry_after_s)   # (nothing was quiet: not a busy loop)
+            self._relieving = None
+            self.changed()

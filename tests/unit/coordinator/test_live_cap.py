@@ -1,0 +1,146 @@
+"""replica.max.live.processes: wakes wait for room, idle replicas are rested to make it, and a
+broker whose replicas are all busy goes over the cap rather than stalling."""
+from __future__ import annotations
+
+import asyncio
+
+from rafka.coordinator.broker.live_cap import LiveReplicaCap
+
+
+class Broker:
+    """Live replicas by name with how long each has been idle (0: busy); resting takes `rest_s`."""
+
+    def __init__(self, idle: dict[str, float], rest_s: float = 0.01) -> None:
+        self.idle = dict(idle)
+        self.rest_s = rest_s
+        self.rested: list[str] = []
+        self.rounds: list[int] = []
+        self.cap: LiveReplicaCap | None = None
+
+    def live(self) -> int:
+        return len(self.idle)
+
+    async def make_room(self, count: int) -> int:
+        self.rounds.append(count)
+        chosen = sorted((n for n, ms in self.idle.items() if ms > 0), key=lambda n: -self.idle[n])[:count]
+        await asyncio.sleep(self.rest_s)
+        for name in chosen:
+            del self.idle[name]
+            self.rested.append(name)
+        return len(chosen)
+
+    async def wake(self, name: str, log: list[str]) -> None:
+        async with self.cap.turn():
+            await asyncio.sleep(0.005)   # the start
+            self.idle[name] = 0.0        # busy: it was just written
+            log.append(name)
+
+
+def test_below_the_cap_wakes_go_ahead_and_nothing_is_rested():
+    async def scenario():
+        broker = Broker({"a": 5000.0})
+        broker.cap = LiveReplicaCap(3, broker.live, broker.make_room)
+        woke: list[str] = []
+        await asyncio.gather(broker.wake("x", woke), broker.wake("y", woke))
+        return broker, woke
+    broker, woke = asyncio.run(scenario())
+    assert sorted(woke) == ["x", "y"] and broker.rested == [] and broker.rounds == []
+
+
+def test_at_the_cap_the_longest_idle_quiet_replicas_are_rested_first():
+    async def scenario():
+        broker = Broker({"old": 9000.0, "older": 20000.0, "recent": 100.0, "busy": 0.0})
+        broker.cap = LiveReplicaCap(4, broker.live, broker.make_room)
+        woke: list[str] = []
+        await asyncio.gather(broker.wake("x", woke), broker.wake("y", woke))
+        return broker, woke
+    broker, woke = asyncio.run(scenario())
+    assert sorted(woke) == ["x", "y"]
+    assert broker.rested[:2] == ["older", "old"] and "busy" not in broker.rested
+    assert broker.live() <= 4 and broker.cap.over_cap == 0
+
+
+def test_a_burst_of_wakes_never_runs_more_than_the_cap_and_rests_in_few_rounds():
+    async def scenario():
+        broker = Broker({f"idle-{i}": 1000.0 + i for i in range(16)})
+        broker.cap = LiveReplicaCap(16, broker.live, broker.make_room)
+        peak = 0
+        woke: list[str] = []
+
+        async def wake(name: str) -> None:
+            nonlocal peak
+            async with broker.cap.turn():
+                peak = max(peak, broker.cap.in_use())
+                await asyncio.sleep(0.005)
+                broker.idle[name] = 1.0   # written once, quiet again at once (acks=1, one broker)
+                woke.append(name)
+        await asyncio.gather(*(wake(f"new-{i}") for i in range(40)))
+        return broker, woke, peak
+    broker, woke, peak = asyncio.run(scenario())
+    assert len(woke) == 40 and peak <= 16 and broker.live() <= 16
+    assert len(broker.rounds) < 40 // 2   # rests come in batches, not one round per wake
+
+
+def test_a_long_queue_behind_rests_that_come_waits_its_turn_past_the_wait():
+    async def scenario():
+        broker = Broker({f"idle-{i}": 1000.0 + i for i in range(4)}, rest_s=0.08)
+        broker.cap = LiveReplicaCap(4, broker.live, broker.make_room, wait_s=0.3, retry_after_s=0.01)
+        woke: list[str] = []
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+
+        async def wake(name: str) -> None:
+            async with broker.cap.turn():
+                await asyncio.sleep(0.005)
+                broker.idle[name] = 1.0
+                woke.append(name)
+        await asyncio.gather(*(wake(f"new-{i}") for i in range(24)))
+        return broker, woke, loop.time() - started
+    broker, woke, took = asyncio.run(scenario())
+    assert len(woke) == 24 and took > 0.3, (took, broker.rounds, broker.cap.over_cap)   # longer than a wait...
+    assert broker.cap.over_cap == 0 and broker.live() <= 4   # ...yet none went over: rests kept coming
+
+
+def test_with_every_replica_busy_a_wake_goes_over_the_cap_after_the_wait():
+    async def scenario():
+        broker = Broker({"busy-1": 0.0, "busy-2": 0.0})
+        broker.cap = LiveReplicaCap(2, broker.live, broker.make_room, wait_s=0.3, retry_after_s=0.05)
+        woke: list[str] = []
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await broker.wake("x", woke)
+        return broker, woke, loop.time() - started
+    broker, woke, waited = asyncio.run(scenario())
+    assert woke == ["x"] and broker.cap.over_cap == 1 and broker.live() == 3
+    assert 0.3 <= waited < 2.0
+    assert 2 <= len(broker.rounds) <= 0.3 / 0.05 + 2   # retried with a pause, not in a busy loop
+
+
+def test_no_limit_admits_everything_without_asking_for_room():
+    async def scenario():
+        broker = Broker({"a": 1.0})
+        broker.cap = LiveReplicaCap(-1, broker.live, broker.make_room)
+        woke: list[str] = []
+        await asyncio.gather(*(broker.wake(f"n{i}", woke) for i in range(5)))
+        return broker
+    broker = asyncio.run(scenario())
+    assert broker.live() == 6 and broker.rounds == []
+
+
+def test_a_failing_round_is_retried_and_waiters_still_get_their_turn():
+    async def scenario():
+        broker = Broker({"idle": 500.0})
+        calls = 0
+
+        async def flaky(count: int) -> int:
+            nonlocal calls
+            calls += 1
+            if calls == 1:
+                raise RuntimeError("the replica did not answer")
+            return await broker.make_room(count)
+        broker.cap = LiveReplicaCap(1, broker.live, flaky, retry_after_s=0.01)
+        woke: list[str] = []
+        await broker.wake("x", woke)
+        return broker, woke, calls
+    broker, woke, calls = asyncio.run(scenario())
+    assert woke == ["x"] and broker.rested == ["idle"] and calls == 2 and broker.cap.over_cap == 0
