@@ -3,12 +3,16 @@ is deleted when it ends, so the shared broker never carries the replicas (one pr
 of tests that are over."""
 from __future__ import annotations
 
+import functools
 from typing import Iterable
 
 from tests.waiting import wait_until
 
 
+@functools.lru_cache(maxsize=4)
 def _admin(bootstrap: str):  # noqa: ANN202 - confluent_kafka's AdminClient
+    """One admin client per cluster (each test asks twice or three times; a new client costs
+    its start and a connection each time)."""
     from confluent_kafka.admin import AdminClient
 
     return AdminClient({"bootstrap.servers": bootstrap})
