@@ -81,12 +81,17 @@ class DormantChannel:
         return self.closed is None and not self._ended
 
     def rested(self, closed: ClosedLog) -> None:
-        """The replica's log is closed (again, with a new leader epoch, say): serve reads from it."""
+        """The replica's log is closed (again, with a new leader epoch, say): serve reads from it.
+        Calls that came while it was closing asked for a wake the broker could not do yet (the
+        replica was neither running nor dormant): they ask again now."""
         if closed == self.closed:
             return
         if self._reader is not None:
             self._reader.close()
         self.closed, self._reader = closed, ClosedLogReader(closed)
+        if self._deferred and not self._ended:
+            self._wake_asked = True
+            self._wake(self.tp)
         self._changed()
 
     def woke(self, channel: Any | None) -> None:
@@ -253,9 +258,12 @@ class DormantChannel:
                 return result
 
     def list_offset(self, timestamp: int) -> Awaitable[OffsetLookup]:
-        """The earliest and latest offsets from what the broker keeps; a lookup by time or of
-        the largest timestamp reads record timestamps: the replica answers it."""
+        """The earliest and latest offsets from what the broker keeps (once it is closed, while
+        it closes); a lookup by time or of the largest timestamp reads record timestamps: the
+        replica answers it."""
         closed = self.closed
+        if self.pending and timestamp in (LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return asyncio.ensure_future(self._once_settled(lambda: self.list_offset(timestamp)))
         if closed is not None and not self._ended:
             if timestamp == LATEST_TIMESTAMP:
                 return _done(OffsetLookup(ErrorCode.NONE, -1, closed.high_watermark, closed.latest_epoch))

@@ -145,6 +145,28 @@ def test_while_closing_reads_wait_for_the_closed_log(tmp_path):
     asyncio.run(main())
 
 
+def test_while_closing_offset_lookups_wait_for_the_closed_log_or_a_wake_asked_again(tmp_path):
+    """Calls that came while the replica was closing: the broker could not wake it then (it was
+    neither running nor dormant), so a call held for the replica asks again once the log is
+    closed, and the earliest/latest lookups are answered from the closed log without a wake.
+    (A ListOffsets during a rest once waited for good: get_watermark_offsets timed out.)"""
+    async def main():
+        wakes: list[TopicPartition] = []
+        channel = DormantChannel(TP, None, wakes.append)
+        latest = channel.list_offset(LATEST_TIMESTAMP)
+        earliest = channel.list_offset(EARLIEST_TIMESTAMP)
+        by_time = channel.list_offset(1_000)   # reads record timestamps: needs the replica
+        await asyncio.sleep(0.01)
+        assert wakes == [TP] and not latest.done() and not by_time.done()
+        channel.rested(closed_log(tmp_path))
+        assert (await latest).offset == 12 and (await earliest).offset == 0
+        assert wakes == [TP, TP]   # the held lookup asked again
+        live = LiveChannel()
+        channel.woke(live)
+        assert (await by_time).offset == 7 and live.calls == [("list_offset", 1_000)]
+    asyncio.run(main())
+
+
 def test_a_follower_read_behind_the_log_end_wakes_the_leader(tmp_path):
     async def main():
         woken = []
