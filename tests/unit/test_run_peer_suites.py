@@ -53,7 +53,7 @@ def test_peaks_count_the_whole_process_tree_and_keep_the_highest() -> None:
 
     from rafka.common.process_memory import pss_bytes
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(30)"])
+    child = subprocess.Popen([sys.executable, "-c", "import signal\nb = bytearray(64 << 20)\nwhile True:\n    signal.pause()"])
     try:
         sampler = PeakSampler(os.getpid())
         wait_until(lambda: pss_bytes(child.pid) > 60 << 20, timeout_s=20, message="the child's memory")

@@ -22,8 +22,9 @@ DRIVER = """
 import os, signal, subprocess, sys, time
 from rafka.common.process_tree import become_subreaper
 become_subreaper()
-raylet = subprocess.Popen([sys.executable, "-c", "import subprocess, time; "
-                           "subprocess.Popen(['sleep', '600'], start_new_session=True); time.sleep(600)"])
+raylet = subprocess.Popen([sys.executable, "-c", "import signal, subprocess; "
+                           "subprocess.Popen(['tail', '-f', '/dev/null'], start_new_session=True)\\n"
+                           "while True:\\n    signal.pause()"])
 def on_sigterm(*_):
     if sys.argv[1] == "hangs":
         return
@@ -31,7 +32,8 @@ def on_sigterm(*_):
     raylet.wait()
     os._exit(0)     # ...and this driver exits without stopping it
 signal.signal(signal.SIGTERM, on_sigterm)
-time.sleep(600)
+while True:
+    signal.pause()
 """
 
 

@@ -14,8 +14,10 @@ from tests.waiting import wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads Linux's /proc")
 
-IGNORES_SIGTERM = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-                   "print('ready', flush=True); time.sleep(600)")
+# Child programs that wait until a signal ends them (SIGKILL, or SIGTERM where not ignored).
+UNTIL_KILLED = "import signal\nwhile True:\n    signal.pause()"
+IGNORES_SIGTERM = ("import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                   "print('ready', flush=True)\nwhile True:\n    signal.pause()")
 
 
 def spawn(*argv: str, **kwargs) -> subprocess.Popen:
@@ -83,7 +85,7 @@ def test_a_subreaper_adopts_the_orphans_of_its_descendants():
 
 def test_naming_finds_a_session_s_processes_by_a_path_on_their_command_line(tmp_path):
     marker = str(tmp_path / "session_x")
-    ours = spawn(sys.executable, "-c", "import time; time.sleep(600)", marker)
+    ours = spawn(sys.executable, "-c", UNTIL_KILLED, marker)
     other = spawn("tail", "-f", "/dev/null", marker)
     try:
         wait_until(lambda: {ours.pid, other.pid} <= set(naming(marker)), timeout_s=10, message="both started")
