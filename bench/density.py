@@ -3,7 +3,9 @@ partitions, how long creating them and restarting with them takes, and the first
 dormant partition (issue 24).
 
 One broker, started as users start it (`rafka up --detach`, with `replica.dormant.after.ms`
-of --dormant-after-ms so woken partitions go back to sleep within the run). In order:
+of --dormant-after-ms so woken partitions go back to sleep within the run). Each idle reading
+waits first until the broker has settled as it does after a quiet spell of that delay: no live
+replica but the traffic topic's, and one spare process. In order:
   1. PSS of the whole rafka process tree (Ray, ZooKeeper, the broker) and its CPU over
      --idle-seconds, with no topic of ours;
   2. one CreateTopics of 10 topics x 10 partitions: seconds until it is answered and until
@@ -106,10 +108,12 @@ def run(results: Results, args: argparse.Namespace, data_dir: Path, config: Path
     port = unused_port()
     bootstrap, pid, _ = up(data_dir, config, port)
     try:
+        settle(data_dir, live=0)
         results.idle.append(idle(pid, 0, args.idle_seconds))
         admin = AdminClient({"bootstrap.servers": bootstrap})
         first = min(100, args.partitions)
         create(admin, results, "density-a", 0, first // PARTITIONS_PER_TOPIC, str(first))
+        settle(data_dir, live=0)
         results.idle.append(idle(pid, first, args.idle_seconds))
 
         create(admin, results, "traffic", 0, 1, None, partitions=1)
@@ -120,7 +124,7 @@ def run(results: Results, args: argparse.Namespace, data_dir: Path, config: Path
         burst.stop()
         results.burst_p99_ms, results.burst_sent, results.burst_failed = burst.p99_ms(), burst.sent, burst.failed
         log(f"  burst: {burst.sent} records sent, {burst.failed} failed, p99 {results.burst_p99_ms} ms")
-        wait_dormant(data_dir, args.dormant_after_ms)
+        settle(data_dir, live=1)   # (the traffic topic's replica lives on)
         results.idle.append(idle(pid, args.partitions, args.idle_seconds))
         results.first_produce_s = first_produces(bootstrap, args.first_produces)
     finally:
@@ -165,7 +169,7 @@ def status(data_dir: Path) -> dict:
     out = subprocess.run([rafka_executable(), "status", "--data-dir", str(data_dir), "--output", "json"],
                          capture_output=True, text=True, timeout=120)
     broker = next(iter(json.loads(out.stdout)["brokers"].values()))
-    return {k: broker.get(k) for k in ("live_replicas", "dormant_replicas", "pss_bytes")}
+    return {k: broker.get(k) for k in ("live_replicas", "dormant_replicas", "spare_replica_processes", "pss_bytes")}
 
 
 def idle(pid: int, partitions: int, seconds: float) -> Idle:
@@ -213,15 +217,18 @@ def wait_leaders(admin: AdminClient, names: set[str], timeout_s: float = 600) ->
     raise SystemExit(f"leaders of {len(names)} topics not known within {timeout_s} s")
 
 
-def wait_dormant(data_dir: Path, dormant_after_ms: int, timeout_s: float = 300) -> None:
-    """Until the broker has no live replica but the traffic topic's (and the group topic's)."""
-    log("waiting for the woken replicas to go dormant...")
+def settle(data_dir: Path, live: int, timeout_s: float = 300) -> None:
+    """Until the broker is as idle as after a quiet spell of replica.dormant.after.ms: at most
+    `live` live replicas (those with traffic) and one spare process (a quiet broker ends the
+    others, `spare_demand.py`)."""
+    log(f"waiting for the broker to settle ({live} live replicas, one spare process)...")
     deadline = time.monotonic() + timeout_s
-    time.sleep(dormant_after_ms / 1000)
     while time.monotonic() < deadline:
-        if (status(data_dir).get("live_replicas") or 0) <= 1:
+        now = status(data_dir)
+        if (now.get("live_replicas") or 0) <= live and (now.get("spare_replica_processes") or 0) <= 1:
             return
         time.sleep(1)
+    log(f"  not settled after {timeout_s:.0f} s: {status(data_dir)}")
 
 
 def first_produces(bootstrap: str, count: int) -> list[float]:

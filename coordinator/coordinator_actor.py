@@ -80,6 +80,10 @@ IDLENESS_TIMEOUT_S = 5.0       # a live replica's answer to how long it has been
 # A replica rested to make room has been idle this long at least: one just woken has its
 # held writes on their way (resting it first would answer them NOT_LEADER_OR_FOLLOWER).
 MIN_IDLE_TO_MAKE_ROOM_MS = 250
+# A wake that finds no spare process ready rests a replica idle at least this long for its
+# process rather than wait ~1 s of a core for a new one (below the cap: no pressure, so only
+# replicas that have clearly stopped being written to).
+MIN_IDLE_TO_LEND_MS = 5000
 LEADER_AND_ISR_WAIT_S = 10.0   # how long the controller waits for the brokers' LeaderAndIsr to be done
 REST_CHECKPOINT_DELAY_S = 1.0  # checkpoints are written this soon after replicas went dormant
 
@@ -118,13 +122,17 @@ class BrokerCoordinator:
         self._fenced: dict[TopicPartition, Any] = {}   # replicas on failed dirs told so (their handles)
         launcher = RayReplicaLauncher(self._id, config.log_dirs, namespace, node_id,
                                       coordinator=coordinator_name(self._id), failed_dirs=self._failed_dirs,
-                                      spares=config.replica_spare_processes)
+                                      spares=config.replica_spare_processes,
+                                      quiet_after_s=(config.replica_dormant_after_ms / 1000
+                                                     if config.replica_dormant_after_ms >= 0 else None))
         self._launcher = launcher
         self._live_cap = LiveReplicaCap(config.replica_max_live_processes, lambda: len(self._reconciler.replicas),
                                         self._make_room)
         # Near the cap, wakes take the processes of the replicas rested to make room for them.
         spares = config.replica_spare_processes
         launcher.rests_coming = lambda: 0 <= self._live_cap.limit <= self._live_cap.in_use() + spares
+        launcher.borrow = self._lend_a_process
+        self._lending = asyncio.Lock()
         self._reconciler = ReplicaReconciler(self._id, launcher, self._maintenance, self._topic_config, self._log,
                                              on_replica_lost=self._replica_lost,
                                              on_leader_ready=self._leader_ready,
@@ -553,16 +561,36 @@ class BrokerCoordinator:
     async def _make_room(self, count: int) -> int:
         """replica.max.live.processes is reached and wakes wait: rest up to `count` of the live
         replicas idle longest (quiet ones only, as a replica reports them); how many rested."""
+        chosen, live = await self._idlest(count, MIN_IDLE_TO_MAKE_ROOM_MS)
+        self._log.info("%d replicas run (replica.max.live.processes=%d) and %d wakes wait: resting %d idle ones",
+                       live, self._live_cap.limit, self._live_cap.waiting, len(chosen))
+        rested = await asyncio.gather(*[self._rest(tp, pid) for tp, pid in chosen])
+        return sum(rested)
+
+    async def _lend_a_process(self) -> bool:
+        """A replica starts and no spare process is ready: rest the live replica idle longest, if
+        one has been idle for MIN_IDLE_TO_LEND_MS, so that the start takes its process (~0.1 s)
+        instead of a new one (~1 s of a core; seconds under load). One at a time: each rest
+        frees one process, for the start waiting longest. Not during a tick (no rest runs then)."""
+        if self._stopping or self._reconciler.ticking:
+            return False
+        async with self._lending:
+            chosen, _ = await self._idlest(1, MIN_IDLE_TO_LEND_MS)
+            if chosen and await self._rest(*chosen[0]):
+                self._log.info("no spare process was ready: replica %s rested early (idle) to lend its process",
+                               chosen[0][0])
+                return True
+            return False
+
+    async def _idlest(self, count: int, min_idle_ms: int) -> tuple[list[tuple[TopicPartition, int]], int]:
+        """Up to `count` live replicas idle at least `min_idle_ms` (quiet ones only, as each replica
+        reports it), idlest first, as (partition, pid); and how many replicas run."""
         replicas = dict(self._reconciler.replicas)
         idle = await asyncio.gather(*[asyncio.wait_for(r.actor.idle_for_ms.remote(), IDLENESS_TIMEOUT_S)
                                       for r in replicas.values()], return_exceptions=True)
         ranked = sorted(((ms, tp) for tp, ms in zip(replicas, idle)
-                         if isinstance(ms, (int, float)) and ms >= MIN_IDLE_TO_MAKE_ROOM_MS), key=lambda pair: -pair[0])
-        chosen = [tp for _, tp in ranked[:count]]
-        self._log.info("%d replicas run (replica.max.live.processes=%d) and %d wakes wait: resting %d idle ones",
-                       len(replicas), self._live_cap.limit, self._live_cap.waiting, len(chosen))
-        rested = await asyncio.gather(*[self._rest(tp, replicas[tp].pid) for tp in chosen])
-        return sum(rested)
+                         if isinstance(ms, (int, float)) and ms >= min_idle_ms), key=lambda pair: -pair[0])
+        return [(tp, replicas[tp].pid) for _, tp in ranked[:count]], len(replicas)
 
     async def wake_replica(self, tp: TopicPartition) -> bool:
         """A request for a dormant replica needs its process (a produce, a follower behind):

@@ -339,10 +339,14 @@ class PartitionReplica:
         protocol = FramedProtocol(dc.FRAME_HEAD.size, dc.frame_body_length, lambda head, body: None,
                                   reuse_buffer=True)
         parked: dict[int, asyncio.Event] = {}   # request id -> its release, for reads waiting for data
+        # The connection belongs to this opening of the process: once it closes (the partition
+        # rested, its topic was deleted, the broker stops), it never reaches the partition the
+        # process may open next as a spare.
+        closed = self._closed
 
         def on_frame(head: bytes, body: bytearray) -> None:
-            if self._closed.is_set():   # stopped (its topic deleted, or the broker stopping): the
-                protocol.transport.close()   # front end takes the closed connection as NOT_LEADER
+            if closed.is_set():   # the front end takes the closed connection as NOT_LEADER
+                protocol.transport.close()
                 return
             _, request_id = dc.FRAME_HEAD.unpack(head)
             view = memoryview(body)
@@ -371,7 +375,7 @@ class PartitionReplica:
                             else (lambda f=follower, e=epoch, o=offset, m=max_bytes: self.replica_read(f, e, o, m))
                         parked[request_id] = asyncio.Event()
                         asyncio.ensure_future(self._answer_parked_read(protocol, request_id, read_again,
-                                                                       max_wait_ms, result, parked))
+                                                                       max_wait_ms, result, parked, closed))
                 elif view[0] == dc.OP_RELEASE:
                     released = parked.get(dc.decode_release(view))
                     if released is not None:   # (already answered: nothing to do)
@@ -404,12 +408,12 @@ class PartitionReplica:
 
     async def _answer_parked_read(self, protocol: FramedProtocol, request_id: int,
                                   read_again: Callable[[], FetchResult], max_wait_ms: int, empty: FetchResult,
-                                  parked: dict[int, asyncio.Event]) -> None:
+                                  parked: dict[int, asyncio.Event], closed: asyncio.Event) -> None:
         try:
             result = await self._wait_for_data(read_again, max_wait_ms, empty, parked[request_id])
         finally:
             parked.pop(request_id, None)
-        if self._closed.is_set() and protocol.transport is not None:
+        if closed.is_set() and protocol.transport is not None:
             protocol.transport.close()
         elif protocol.transport is not None and not protocol.transport.is_closing():
             protocol.transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))

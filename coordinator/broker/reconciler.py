@@ -370,6 +370,11 @@ class ReplicaReconciler:
                            self._clock_ms() - asked_ms, turn_ms - asked_ms)
         return woke
 
+    @property
+    def ticking(self) -> bool:
+        """Whether a tick (`apply`) is under way: no replica rests meanwhile."""
+        return self._lock.locked()
+
     def forget_all(self) -> None:
         """Drop every replica from the book (the broker is stopping; they were closed)."""
         for task in self._watches.values():

@@ -6,7 +6,8 @@ The reconciler decides; this module does the Ray side of each step for one parti
   replica that fails to open is killed, so the next try starts from a fresh process. The
   broker keeps `spares` processes started ahead of need (a process takes 0.3 s to seconds to
   start; opening a log in one takes milliseconds), refilled in the background, and a replica
-  that closes to go dormant gives its process back to them;
+  that closes to go dormant gives its process back to them; a quiet broker keeps one
+  (`spare_demand.py`: an idle Ray worker still costs ~0.5% of a core);
 - become: hand it a LeaderAndIsr order;
 - watch: learn of its process's death (an outstanding call that fails);
 - stop: close it (flush, clean-shutdown marker) and kill it; delete its directory when its
@@ -22,9 +23,10 @@ import asyncio
 import logging
 import shutil
 import uuid
+from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable, Collection
+from typing import Any, Awaitable, Callable, Collection
 
 import ray
 
@@ -33,6 +35,7 @@ from rafka.actors.ray_env import pin_to_node
 from rafka.common.config import LogConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.types import TopicPartition
+from rafka.coordinator.broker.spare_demand import SpareDemand
 from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
 from rafka.partition_worker.checkpoints import LeaderEpochCache, check_topic_id
 from rafka.partition_worker.closed_log import ClosedLog, read_closed_log
@@ -45,6 +48,11 @@ ReplicaActor = ray.remote(PartitionReplica)
 log = logging.getLogger(__name__)
 
 SPARE_SLACK = 2   # released processes are kept as spares up to this many times replica.spare.processes
+
+
+def _log_lending_failure(lending: asyncio.Future) -> None:
+    if not lending.cancelled() and lending.exception() is not None:   # a new process does as well, slower
+        log.warning("could not rest an idle replica for its process: %r", lending.exception())
 
 
 @dataclass(frozen=True)
@@ -61,7 +69,8 @@ class RayReplicaLauncher:
     """The Ray steps of the replica reconciler, for one broker."""
 
     def __init__(self, broker_id: int, log_dirs: tuple[str, ...], namespace: str, node_id: str | None,
-                 coordinator: str | None = None, failed_dirs: Collection[str] = (), spares: int = 0) -> None:
+                 coordinator: str | None = None, failed_dirs: Collection[str] = (), spares: int = 0,
+                 quiet_after_s: float | None = None) -> None:
         self._broker_id = broker_id
         self._failed_dirs = failed_dirs   # the broker's (a live view): new partitions go elsewhere
         # The coordinator's actor name, handed to each replica (its ISR changes go through it). Not
@@ -72,11 +81,16 @@ class RayReplicaLauncher:
         self._namespace = namespace
         self._node_id = node_id
         self._preferred: dict[TopicPartition, str] = {}   # log dir for a partition not created yet
-        self._spare_target = spares
+        self._demand = SpareDemand(spares, quiet_after_s)
         self._spares: list[Any] = []   # replica processes without a partition, ready to open one
+        self._trim: asyncio.TimerHandle | None = None   # ends the spares a quiet broker does not keep
         # Whether processes will come back from rests soon (wakes wait for room under
         # replica.max.live.processes): then starts take those instead of new ones.
         self.rests_coming: Callable[[], bool] = lambda: False
+        # Rests the live replica idle longest, if one is idle long enough (True if one rested): its
+        # process serves a start that found no spare (`_process_without_spare`). None: never.
+        self.borrow: Callable[[], Awaitable[bool]] | None = None
+        self._claims: deque[asyncio.Future] = deque()   # starts waiting for a rested replica's process
         self._creating: set[asyncio.Task] = set()   # spare processes being started
         self._stopped = False
 
@@ -91,7 +105,8 @@ class RayReplicaLauncher:
         log_dir = self._claim_log_dir(tp)
         checkpoint = place(tp, log_dir)
         socket = socket_path(self._namespace, replica_name(self._broker_id, tp), log_dir, topic_id)
-        actor = self._spares.pop() if self._spares else self._new_process()
+        self._demand.taken()
+        actor = self._spares.pop() if self._spares else await self._process_without_spare()
         self.refill()
         try:
             answer = await actor.open.remote(tp, log_dir, config, socket, checkpoint, topic_id)
@@ -99,6 +114,36 @@ class RayReplicaLauncher:
             ray.kill(actor)
             raise
         return LaunchedReplica(actor, answer["socket"], log_dir, answer["pid"])
+
+    async def _process_without_spare(self) -> Any:
+        """A process for a start that found no spare ready: the process of a live replica idle
+        long enough, put to rest for it by `borrow` (~0.1 s: its partition stays online, dormant),
+        else a spare that became ready meanwhile, else a new process (~1 s of a core, seconds on a
+        busy machine). The process a rest releases goes to the oldest start waiting for one."""
+        if self.borrow is not None and not self._stopped:
+            self.refill()   # (the spares this start leaves missing start meanwhile)
+            claim = asyncio.get_running_loop().create_future()
+            self._claims.append(claim)
+            lending = asyncio.ensure_future(self.borrow())   # (goes on to publish the rest: not awaited)
+            lending.add_done_callback(_log_lending_failure)
+            try:
+                await asyncio.wait([claim, lending], return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:   # (the start gave up: a process handed over is a spare again)
+                if claim.done():
+                    self._spares.append(claim.result())
+                self._drop_claim(claim)
+                raise
+            if claim.done():
+                return claim.result()
+            self._drop_claim(claim)
+            if self._spares:
+                return self._spares.pop()
+        return self._new_process()
+
+    def _drop_claim(self, claim: asyncio.Future) -> None:
+        if claim in self._claims:
+            self._claims.remove(claim)
+        claim.cancel()
 
     def _new_process(self) -> Any:
         """A replica process without a partition, pinned to this broker's node."""
@@ -110,11 +155,34 @@ class RayReplicaLauncher:
         """Start the spare processes missing from the target, each at once (Ray starts workers
         in parallel), in the background: nothing waits for them. Not while rests are about to
         hand processes back: a process started then would be one too many, and ended again."""
-        missing = self._spare_target - len(self._spares) - len(self._creating)
+        missing = self._demand.wanted() - len(self._spares) - len(self._creating)
         for _ in range(max(0, missing) if not self._stopped and not self.rests_coming() else 0):
             task = asyncio.ensure_future(self._start_spare())
             self._creating.add(task)
             task.add_done_callback(self._creating.discard)
+        self._trim_when_quiet()
+
+    def _trim_when_quiet(self) -> None:
+        """Once the broker is quiet (no spare taken for replica.dormant.after.ms), end the spares
+        beyond the one it keeps then; checked again whenever a start or a rest changes the pool."""
+        if self._trim is not None or self._stopped:
+            return
+        delay = self._demand.quiet_in_s()
+        if delay is not None and len(self._spares) + len(self._creating) > self._demand.when_quiet:
+            self._trim = asyncio.get_running_loop().call_later(delay + 0.1, self._trim_now)
+
+    def _trim_now(self) -> None:
+        self._trim = None
+        if self._stopped:
+            return
+        surplus = len(self._spares) - self._demand.wanted()
+        if self._demand.quiet() and surplus > 0:
+            log.info("broker %d is quiet: ending %d of its %d spare replica processes",
+                     self._broker_id, surplus, len(self._spares))
+            for _ in range(surplus):
+                ray.kill(self._spares.pop(0))
+        elif not self._demand.quiet():
+            self._trim_when_quiet()   # busy again meanwhile: later (spares still starting check when ready)
 
     async def _start_spare(self) -> None:
         actor = self._new_process()
@@ -128,6 +196,7 @@ class RayReplicaLauncher:
             ray.kill(actor)
         else:
             self._spares.append(actor)
+            self._trim_when_quiet()
 
     @property
     def spares(self) -> int:
@@ -139,20 +208,29 @@ class RayReplicaLauncher:
         return list(await asyncio.gather(*[a.pid.remote() for a in self._spares]))
 
     def release(self, replica: LaunchedReplica, wanted: bool = False) -> None:
-        """A replica closed cleanly (it went dormant): its process becomes a spare while they are
-        fewer than twice the target (wakes and rests come in waves: a process ended now would be
-        started again for the next wake, at ~1 s of a core) or a start is `wanted` (one waits for
-        its turn), else it ends."""
-        if not self._stopped and (wanted or len(self._spares) < SPARE_SLACK * self._spare_target):
+        """A replica closed cleanly (it went dormant, or its topic was deleted): its process goes
+        to the start waiting longest for one (`_process_without_spare`), or becomes a spare while
+        they are fewer than twice the number wanted now (wakes and rests
+        come in waves: a process ended now would be started again for the next wake, at ~1 s of
+        a core) or a start is `wanted` (one waits for its turn), else it ends."""
+        if self._claims and not self._stopped:
+            self._claims.popleft().set_result(replica.actor)
+            return
+        keep = SPARE_SLACK * self._demand.wanted()
+        if not self._stopped and (wanted or len(self._spares) < keep):
             self._spares.append(replica.actor)
         else:
             ray.kill(replica.actor)
-        while len(self._spares) > SPARE_SLACK * self._spare_target and not wanted:   # (a burst is over)
+        while len(self._spares) > keep and not wanted:   # (a burst is over)
             ray.kill(self._spares.pop(0))
+        self._trim_when_quiet()
 
     def stop_spares(self) -> None:
         """The broker stops: end the spare processes."""
         self._stopped = True
+        if self._trim is not None:
+            self._trim.cancel()
+            self._trim = None
         for actor in self._spares:
             ray.kill(actor)
         self._spares.clear()
@@ -249,13 +327,15 @@ class RayReplicaLauncher:
         return status
 
     async def delete(self, tp: TopicPartition, replica: LaunchedReplica | None) -> None:
-        """Stop the replica of a deleted topic (if one runs) and remove its directory."""
+        """Stop the replica of a deleted topic (if one runs; its process goes back to the spares)
+        and remove its directory."""
         if replica is not None:
             try:
                 await self.close(replica)
             except Exception:  # noqa: BLE001 - a dead replica is already closed
-                pass
-            self.kill(replica)
+                self.kill(replica)
+            else:   # a process that closed its log cleanly opens the next partition as a spare does
+                self.release(replica)
         log_dir = replica.log_dir if replica is not None else find_partition_dir(self._log_dirs, tp)
         if log_dir is not None:
             await asyncio.to_thread(shutil.rmtree, Path(log_dir) / str(tp), True)

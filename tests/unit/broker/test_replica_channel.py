@@ -204,3 +204,30 @@ def test_delete_records_goes_over_the_socket_so_a_lookup_right_after_sees_it(sho
         assert (start.error, start.offset) == (ErrorCode.NONE, 5)
         assert (await channel.delete_records(100)).error is ErrorCode.OFFSET_OUT_OF_RANGE
     run_with_replica(short_dir, scenario)
+
+
+def test_a_connection_to_a_closed_partition_never_reaches_the_one_its_process_opens_next(short_dir):
+    """A process whose replica closed (it rested, or its topic was deleted) opens another
+    partition as a spare; a front end's connection from before must not write into that one."""
+    async def main() -> None:
+        replica = PartitionReplica(1, TopicPartition("t", 0), str(short_dir / "logs"), CONFIG,
+                                   str(short_dir / "a.sock"))
+        assert replica.become(LeaderAndIsr(1, 3, (1,), (1,), 1)) is ErrorCode.NONE
+        await replica.ready()
+        before = ReplicaChannel(None, str(short_dir / "a.sock"))
+        await append(before, 1)
+        replica.close()
+        await replica.open(TopicPartition("u", 0), str(short_dir / "logs"), CONFIG, str(short_dir / "b.sock"))
+        assert replica.become(LeaderAndIsr(1, 1, (1,), (1,), 1)) is ErrorCode.NONE
+        try:
+            late = await before.append(batch(), 1)
+            assert late.error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+            assert replica.status().log_end_offset == 0   # u-0 took nothing of t-0's connection
+            after = ReplicaChannel(None, str(short_dir / "b.sock"))
+            await append(after, 1)
+            assert replica.status().log_end_offset == 3
+            after.close()
+        finally:
+            before.close()
+            replica.close()
+    asyncio.run(main())
