@@ -28,7 +28,11 @@ REPLICATED_CONFIG = {
 }
 # Every session broker: connections from 127.0.0.2 are limited to 3 (tests/interop/test_connection_limits.py);
 # clients connect from 127.0.0.1, which keeps Kafka's default (no limit).
-SESSION_CONFIG = {"max.connections.per.ip.overrides": "127.0.0.2:3"}
+# A new group's first rebalance starts at once (group.initial.rebalance.delay.ms=0, as Kafka's
+# own config/server.properties ships it "for development and testing"): a group test pays no
+# 3 s wait at each start of its group. The delay itself is tested by the unit tests of the
+# group coordinator.
+SESSION_CONFIG = {"max.connections.per.ip.overrides": "127.0.0.2:3", "group.initial.rebalance.delay.ms": "0"}
 _live_clusters: list = []   # the session clusters now running (at most one)
 
 

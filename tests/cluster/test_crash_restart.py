@@ -132,8 +132,14 @@ def test_idempotent_producer_retries_across_kill_9_with_no_loss_and_no_duplicate
                              "max.in.flight.requests.per.connection": 5, "linger.ms": 2,
                              "batch.num.messages": 200, "message.timeout.ms": 120000})
 
+        killed = threading.Event()
+
         def produce_all() -> None:
             for i in range(total):
+                if i == total // 2:   # the rest only once the broker is killed, so that production
+                    give_up = time.monotonic() + 120   # spans it however fast or slow the first acks
+                    while not killed.is_set() and time.monotonic() < give_up:   # come (serving the
+                        producer.poll(0.05)   # delivery reports meanwhile: they count toward the kill)
                 while True:
                     try:
                         producer.produce("crash-idempotent", b"record-%06d" % i, partition=i % partitions,
@@ -153,6 +159,7 @@ def test_idempotent_producer_retries_across_kill_9_with_no_loss_and_no_duplicate
         thread.start()
         wait_until(lambda: len(acked) >= 5000, timeout_s=60, message="5,000 records acknowledged")
         kill_9(pid)
+        killed.set()
         assert len(acked) < total, "production ended before the kill; nothing was tested"
         _, pid = up_detached(data_dir, port)
         thread.join(180)
