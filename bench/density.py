@@ -5,7 +5,7 @@ dormant partition (issue 24).
 One broker, started as users start it (`rafka up --detach`, with `replica.dormant.after.ms`
 of --dormant-after-ms so woken partitions go back to sleep within the run). Each idle reading
 waits first until the broker has settled as it does after a quiet spell of that delay: no live
-replica but the traffic topic's, and one spare process. In order:
+replica, and one spare process. In order:
   1. PSS of the whole rafka process tree (Ray, ZooKeeper, the broker) and its CPU over
      --idle-seconds, with no topic of ours;
   2. one CreateTopics of 10 topics x 10 partitions: seconds until it is answered and until
@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--partitions", type=int, default=1000, help="partitions in all (default 1000)")
     parser.add_argument("--dormant-after-ms", type=int, default=5000, help="replica.dormant.after.ms (default 5000)")
-    parser.add_argument("--idle-seconds", type=float, default=10.0, help="CPU window of each idle reading")
+    parser.add_argument("--idle-seconds", type=float, default=30.0, help="CPU window of each idle reading")
     parser.add_argument("--rate", type=int, default=500, help="records/s of the producer during the burst")
     parser.add_argument("--first-produces", type=int, default=5, help="dormant partitions produced to first")
     parser.add_argument("--output", choices=("text", "json"), default="text")
@@ -124,7 +124,7 @@ def run(results: Results, args: argparse.Namespace, data_dir: Path, config: Path
         burst.stop()
         results.burst_p99_ms, results.burst_sent, results.burst_failed = burst.p99_ms(), burst.sent, burst.failed
         log(f"  burst: {burst.sent} records sent, {burst.failed} failed, p99 {results.burst_p99_ms} ms")
-        settle(data_dir, live=1)   # (the traffic topic's replica lives on)
+        settle(data_dir, live=0)   # (the traffic topic's too: its producer has stopped)
         results.idle.append(idle(pid, args.partitions, args.idle_seconds))
         results.first_produce_s = first_produces(bootstrap, args.first_produces)
     finally:

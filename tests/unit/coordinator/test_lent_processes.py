@@ -1,21 +1,36 @@
-"""A replica start that finds no spare process takes the process of an idle replica rested for
-it (`RayReplicaLauncher.borrow`), else a spare ready meanwhile, else a new process; a start that
-gives up leaves the process it was handed as a spare. No Ray: the processes are stand-ins."""
+"""A replica start that finds no spare process ready takes, whichever comes first, a spare
+already starting or the process of an idle replica rested for it (`RayReplicaLauncher.borrow`);
+a new process of its own only when neither can come; a start that gives up leaves the process
+it was handed as a spare. No Ray: the processes are stand-ins that become ready after a delay."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 import pytest
 
 from rafka.coordinator.broker.replica_launcher import LaunchedReplica, RayReplicaLauncher
 
-NEW = "a new process"
+
+class Process:
+    """A stand-in replica process, ready `start_s` after it was asked for."""
+
+    def __init__(self, name: str, start_s: float) -> None:
+        self.name, self._start_s = name, start_s
+        self.__ray_ready__ = self
+
+    async def remote(self) -> None:
+        await asyncio.sleep(self._start_s)
+
+    def __repr__(self) -> str:
+        return self.name
 
 
-def launcher(borrow) -> RayReplicaLauncher:
-    made = RayReplicaLauncher(1, ("/nonexistent",), "ns", None, spares=0)
+def launcher(borrow, *, spares: int = 0, start_s: float = 0.3) -> RayReplicaLauncher:
+    made = RayReplicaLauncher(1, ("/nonexistent",), "ns", None, spares=spares)
     made.borrow = borrow
-    made._new_process = lambda: NEW   # (no Ray here)
+    numbers = itertools.count()
+    made._new_process = lambda: Process(f"new-{next(numbers)}", start_s)   # (no Ray here)
     return made
 
 
@@ -23,65 +38,52 @@ def rested(process: str) -> LaunchedReplica:
     return LaunchedReplica(process, "sock", "/nonexistent", 1)
 
 
+async def nothing_to_lend() -> bool:
+    return False
+
+
 def test_the_start_takes_the_process_of_the_replica_rested_for_it_without_waiting_for_the_rest_to_finish():
-    finished = []
-
     async def main():
         async def borrow():
-            made.release(rested("p-idle"))   # the rest has closed the replica: its process is free
-            await asyncio.sleep(0.2)         # ... and goes on to publish the dormant partition
-            finished.append(True)
+            made.release(rested("idle"))     # the rest has closed the replica: its process is free
+            await asyncio.sleep(0.5)         # ... and goes on to publish the dormant partition
             return True
         made = launcher(borrow)
+        started = asyncio.get_running_loop().time()
         process = await made._process_without_spare()
-        return process, list(finished), made.spares
-    assert run(main()) == ("p-idle", [], 0)
+        return process, asyncio.get_running_loop().time() - started
+    process, took_s = run(main())
+    assert process == "idle" and took_s < 0.2
 
 
-def test_with_no_idle_replica_a_spare_ready_meanwhile_else_a_new_process():
+def test_with_nothing_to_lend_the_start_takes_the_first_spare_that_was_already_starting():
     async def main():
-        async def no_idle_replica():
-            return False
-        made = launcher(no_idle_replica)
-        first = await made._process_without_spare()
-        made._spares.append("p-spare")
-        # (a spare that became ready while the lending failed)
-        async def spare_meanwhile():
-            return False
-        made.borrow = spare_meanwhile
-        second = await made._process_without_spare()
-        return first, second
-    assert run(main()) == (NEW, "p-spare")
+        made = launcher(nothing_to_lend, spares=1, start_s=0.2)
+        made.refill()                                # one spare on its way (the broker's pool)
+        await asyncio.sleep(0.1)
+        process = await made._process_without_spare()
+        return process, len(made._creating)
+    process, creating = run(main())
+    assert repr(process) == "new-0"   # the one started first, not one of its own
+    assert creating == 1              # ... and the pool's spare starts again behind it
 
 
-def test_two_starts_each_get_the_process_of_their_own_rest_in_order():
+def test_waiting_starts_get_processes_oldest_first_and_each_its_own():
     async def main():
-        async def borrow():
-            await asyncio.sleep(0.01)
-            made.release(rested(f"p{len(order)}"))
-            order.append(True)
-            return True
-        order: list = []
-        made = launcher(borrow)
-        return await asyncio.gather(made._process_without_spare(), made._process_without_spare())
-    assert sorted(run(main())) == ["p0", "p1"]
+        made = launcher(nothing_to_lend, start_s=0.05)
+        return await asyncio.gather(*[made._process_without_spare() for _ in range(3)])
+    assert [repr(p) for p in run(main())] == ["new-0", "new-1", "new-2"]
 
 
-def test_a_start_that_gives_up_leaves_its_process_as_a_spare_and_its_claim_behind():
+def test_a_start_that_gives_up_leaves_its_claim_behind_and_the_process_it_was_handed_as_a_spare():
     async def main():
-        hand_over = asyncio.Event()
-
-        async def slow_borrow():
-            await hand_over.wait()
-            return False
-        made = launcher(slow_borrow)
+        made = launcher(nothing_to_lend, start_s=0.2)
         start = asyncio.ensure_future(made._process_without_spare())
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
         start.cancel()
         with pytest.raises(asyncio.CancelledError):
             await start
-        made.release(rested("p-late"), wanted=True)   # no claim is left: it becomes a spare
-        hand_over.set()
+        await asyncio.sleep(0.3)          # the spare started for it arrives: no claim takes it
         return made.spares, list(made._claims)
     assert run(main()) == (1, [])
 
