@@ -93,7 +93,7 @@ class RayReplicaLauncher:
         # Rests the live replica idle longest, if one is idle long enough (True if one rested): its
         # process serves a start that found no spare (`_process_without_spare`). None: never.
         self.borrow: Callable[[], Awaitable[bool]] | None = None
-        self._claims: deque[asyncio.Future] = deque()   # starts waiting for a rested replica's process
+        self._claims: deque[asyncio.Future] = deque()   # starts waiting for a process (spare or lent)
         self._creating: set[asyncio.Task] = set()   # spare processes being started
         self._spare_starts = asyncio.Semaphore(SPARE_STARTS_AT_ONCE)
         self._stopped = False
@@ -193,7 +193,8 @@ class RayReplicaLauncher:
             for _ in range(surplus):
                 ray.kill(self._spares.pop(0))
         elif not self._demand.quiet():
-            self._trim_when_quiet()   # busy again meanwhile: later (spares still starting check when ready)
+            self._trim_when_quiet()   # busy again meanwhile: check later (a spare still starting
+            # checks again once it is ready)
 
     async def _start_spare(self) -> None:
         async with self._spare_starts:
@@ -224,9 +225,9 @@ class RayReplicaLauncher:
     def release(self, replica: LaunchedReplica, wanted: bool = False) -> None:
         """A replica closed cleanly (it went dormant, or its topic was deleted): its process goes
         to the start waiting longest for one (`_process_without_spare`), or becomes a spare while
-        they are fewer than twice the number wanted now (wakes and rests
-        come in waves: a process ended now would be started again for the next wake, at ~1 s of
-        a core) or a start is `wanted` (one waits for its turn), else it ends."""
+        they are fewer than twice the number wanted now (wakes and rests come in waves: a process
+        ended now would be started again for the next wake, at ~1 s of a core) or a start is
+        `wanted` (one waits for its turn), else it ends."""
         if self._claims and not self._stopped:
             self._claims.popleft().set_result(replica.actor)
             return
