@@ -47,6 +47,16 @@ LOG_DIR_FAILURE_REPORT_TIMEOUT_S = 10.0   # one attempt to tell the broker this 
 LOG_DIR_FAILURE_REPORT_BACKOFF_S = 1.0
 
 
+async def _first_of(events: list[asyncio.Event], timeout_s: float) -> None:
+    """Until one of `events` is set or `timeout_s` passes."""
+    waits = [asyncio.ensure_future(event.wait()) for event in events]
+    try:
+        await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
+
+
 def partition_dir(log_dir: str, tp: TopicPartition) -> Path:
     return Path(log_dir) / str(tp)
 
@@ -443,19 +453,20 @@ class PartitionReplica:
             self._awaiting_replication -= 1
 
     async def _replication_outcome(self, required_offset: int, timeout_ms: int) -> ErrorCode:
+        # Bound to this opening of the process: once its partition closes (it rested, its topic
+        # was deleted), the process may open another one, whose state says nothing of this append.
+        closed, state, min_insync = self._closed, self._state, self._config.min_insync_replicas
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
-            outcome = self._state.acks_all_outcome(required_offset, self._config.min_insync_replicas)
+            if closed.is_set():
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
+            outcome = state.acks_all_outcome(required_offset, min_insync)
             if outcome is not None:
                 return outcome
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return ErrorCode.REQUEST_TIMED_OUT
-            event = self._replicated
-            try:
-                await asyncio.wait_for(event.wait(), remaining)
-            except asyncio.TimeoutError:
-                continue
+            await _first_of([self._replicated, closed], remaining)
 
     def _high_watermark_moved(self) -> None:
         """Wake acks=all appends waiting on the high watermark, and consumers' parked fetches."""
@@ -544,22 +555,18 @@ class PartitionReplica:
         """After the empty `result`, read again at each append (or high watermark move) until
         data comes, `max_wait_ms` passes or `released` is set (the front end answers the fetch:
         another of its partitions had data)."""
+        # Bound to this opening of the process (as `_replication_outcome`): a read parked here must
+        # never read, nor count as a follower's fetch of, the partition the process opens next.
+        closed = self._closed
         deadline = time.monotonic() + max_wait_ms / 1000
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or closed.is_set():
                 return result
             if released is not None and released.is_set():
                 return read_again()
-            waits = [asyncio.ensure_future(self._appended.wait())]
-            if released is not None:
-                waits.append(asyncio.ensure_future(released.wait()))
-            try:
-                await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for wait in waits:
-                    wait.cancel()
-            if self._closed.is_set():
+            await _first_of([self._appended, closed] + ([released] if released is not None else []), remaining)
+            if closed.is_set():
                 return result   # closed meanwhile: the caller closes the connection
             result = read_again()
             if time.monotonic() >= deadline or (released is not None and released.is_set()):

@@ -231,3 +231,35 @@ def test_a_connection_to_a_closed_partition_never_reaches_the_one_its_process_op
             before.close()
             replica.close()
     asyncio.run(main())
+
+
+def test_a_follower_read_parked_before_a_close_never_counts_for_the_partition_opened_next(short_dir):
+    """A leader's process closes with a follower's read parked at the log end, and opens another
+    partition whose ISR has the same follower: the old read, woken by the new partition's first
+    append, must not pass for that follower's fetch (the high watermark, and acks=all, would move
+    with the leader alone)."""
+    async def main() -> None:
+        logs = str(short_dir / "logs")
+        replica = PartitionReplica(1, TopicPartition("t", 0), logs, CONFIG, str(short_dir / "a.sock"))
+        assert replica.become(LeaderAndIsr(1, 3, (1, 2), (1, 2), 1)) is ErrorCode.NONE
+        await replica.ready()
+        leader = ReplicaChannel(None, str(short_dir / "a.sock"))
+        follower = ReplicaChannel(None, str(short_dir / "a.sock"))
+        await leader.append(batch(), 1)                          # t-0: offsets 0-2
+        parked = follower.start_replica_read(2, 3, 3, 1 << 20, max_wait_ms=500)   # at t-0's end
+        await asyncio.sleep(0.05)
+        replica.close()
+        await replica.open(TopicPartition("u", 0), logs, CONFIG, str(short_dir / "b.sock"))
+        assert replica.become(LeaderAndIsr(1, 3, (1, 2), (1, 2), 1)) is ErrorCode.NONE   # (the same epoch)
+        now = ReplicaChannel(None, str(short_dir / "b.sock"))
+        try:
+            for _ in range(2):                                   # u-0: offsets 0-5
+                assert (await now.append(batch(), 1)).error is ErrorCode.NONE
+            old = await asyncio.wait_for(parked.answer, 5)
+            assert old.error is ErrorCode.NOT_LEADER_OR_FOLLOWER   # its connection is closed
+            assert replica.status().high_watermark == 0              # broker 2 has fetched nothing of u-0
+        finally:
+            for channel in (leader, follower, now):
+                channel.close()
+            replica.close()
+    asyncio.run(main())
