@@ -23,6 +23,7 @@ import logging
 from typing import Any, Awaitable, Callable
 
 from rafka.common.errors import ErrorCode
+from rafka.common.events import first_of
 from rafka.common.types import TopicPartition
 from rafka.partition_worker.closed_log import ClosedLog, ClosedLogError, ClosedLogReader
 from rafka.partition_worker.messages import (
@@ -246,14 +247,7 @@ class DormantChannel:
             remaining = deadline - loop.time()
             if (released.is_set() or remaining <= 0) and result is not None:
                 return result
-            changed = asyncio.ensure_future(self._state_changed.wait())
-            release = asyncio.ensure_future(released.wait())
-            try:
-                await asyncio.wait((changed, release), timeout=max(remaining, 0) if result is not None else None,
-                                   return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                changed.cancel()
-                release.cancel()
+            await first_of([self._state_changed, released], max(remaining, 0) if result is not None else None)
             if result is not None and not self._ended and (released.is_set() or loop.time() >= deadline):
                 return result
 

@@ -25,6 +25,7 @@ from typing import Any, Callable
 from rafka.common.config import LONG_MAX, LogConfig
 from rafka.common.frames import FramedProtocol
 from rafka.common.errors import ErrorCode, KafkaError, KafkaStorageError, OffsetOutOfRangeError
+from rafka.common.events import first_of
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
 from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
@@ -45,16 +46,6 @@ ALTER_ISR_TIMEOUT_S = 30.0
 ALTER_ISR_RETRY_BACKOFF_MS = 1000   # a refused change (often: metadata not here yet) is proposed again after this
 LOG_DIR_FAILURE_REPORT_TIMEOUT_S = 10.0   # one attempt to tell the broker this replica's log dir failed
 LOG_DIR_FAILURE_REPORT_BACKOFF_S = 1.0
-
-
-async def _first_of(events: list[asyncio.Event], timeout_s: float) -> None:
-    """Until one of `events` is set or `timeout_s` passes."""
-    waits = [asyncio.ensure_future(event.wait()) for event in events]
-    try:
-        await asyncio.wait(waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for wait in waits:
-            wait.cancel()
 
 
 def partition_dir(log_dir: str, tp: TopicPartition) -> Path:
@@ -466,7 +457,7 @@ class PartitionReplica:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return ErrorCode.REQUEST_TIMED_OUT
-            await _first_of([self._replicated, closed], remaining)
+            await first_of([self._replicated, closed], remaining)
 
     def _high_watermark_moved(self) -> None:
         """Wake acks=all appends waiting on the high watermark, and consumers' parked fetches."""
@@ -565,7 +556,7 @@ class PartitionReplica:
                 return result
             if released is not None and released.is_set():
                 return read_again()
-            await _first_of([self._appended, closed] + ([released] if released is not None else []), remaining)
+            await first_of([self._appended, closed] + ([released] if released is not None else []), remaining)
             if closed.is_set():
                 return result   # closed meanwhile: the caller closes the connection
             result = read_again()
