@@ -5,7 +5,7 @@ dormant partition (issue 24).
 One broker, started as users start it (`rafka up --detach`, with `replica.dormant.after.ms`
 of --dormant-after-ms so woken partitions go back to sleep within the run). Each idle reading
 waits first until the broker has settled as it does after a quiet spell of that delay: no live
-replica, and one spare process. In order:
+replica and no spare process. In order:
   1. PSS of the whole rafka process tree (Ray, ZooKeeper, the broker) and its CPU over
      --idle-seconds, with no topic of ours;
   2. one CreateTopics of 10 topics x 10 partitions: seconds until it is answered and until
@@ -169,7 +169,8 @@ def status(data_dir: Path) -> dict:
     out = subprocess.run([rafka_executable(), "status", "--data-dir", str(data_dir), "--output", "json"],
                          capture_output=True, text=True, timeout=120)
     broker = next(iter(json.loads(out.stdout)["brokers"].values()))
-    return {k: broker.get(k) for k in ("live_replicas", "dormant_replicas", "spare_replica_processes", "pss_bytes")}
+    return {k: broker.get(k) for k in ("live_replicas", "dormant_replicas", "spare_replica_processes",
+                                       "spare_replica_processes_starting", "pss_bytes")}
 
 
 def idle(pid: int, partitions: int, seconds: float) -> Idle:
@@ -219,13 +220,14 @@ def wait_leaders(admin: AdminClient, names: set[str], timeout_s: float = 600) ->
 
 def settle(data_dir: Path, live: int, timeout_s: float = 300) -> None:
     """Until the broker is as idle as after a quiet spell of replica.dormant.after.ms: at most
-    `live` live replicas (those with traffic) and one spare process (a quiet broker ends the
-    others, `spare_demand.py`)."""
-    log(f"waiting for the broker to settle ({live} live replicas, one spare process)...")
+    `live` live replicas (those with traffic) and no spare process, ready or starting (a quiet
+    broker ends them, `spare_demand.py`)."""
+    log(f"waiting for the broker to settle ({live} live replicas, no spare process)...")
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         now = status(data_dir)
-        if (now.get("live_replicas") or 0) <= live and (now.get("spare_replica_processes") or 0) <= 1:
+        if (now.get("live_replicas") or 0) <= live and not now.get("spare_replica_processes") \
+                and not now.get("spare_replica_processes_starting"):
             return
         time.sleep(1)
     log(f"  not settled after {timeout_s:.0f} s: {status(data_dir)}")

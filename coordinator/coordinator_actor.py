@@ -282,6 +282,7 @@ class BrokerCoordinator:
                 "replicas": sorted(str(tp) for tp in self._reconciler.replicas),
                 "dormant_replicas": len(self._reconciler.dormant),
                 "spare_replica_processes": self._launcher.spares,
+                "spare_replica_processes_starting": self._launcher.spares_starting,
                 "max_live_replica_processes": self._live_cap.limit, "wakes_over_the_cap": self._live_cap.over_cap,
                 "leaders": len(led),
                 "under_replicated_partitions": sorted(f"{t}-{i.partition}" for t, i in _partitions(metadata)

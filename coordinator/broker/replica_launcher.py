@@ -5,9 +5,10 @@ The reconciler decides; this module does the Ray side of each step for one parti
   node), its log dir chosen, and wait until its log is open and its data socket listens; a
   replica that fails to open is killed, so the next try starts from a fresh process. The
   broker keeps `spares` processes started ahead of need (a process takes 0.3 s to seconds to
-  start; opening a log in one takes milliseconds), refilled in the background, and a replica
-  that closes to go dormant gives its process back to them; a quiet broker keeps one
-  (`spare_demand.py`: an idle Ray worker still costs ~0.5% of a core);
+  start; opening a log in one takes milliseconds), refilled in the background while the
+  machine has a core to spare (`idle_cpu.py`), and a replica that closes to go dormant gives
+  its process back to them; a quiet broker keeps one (`spare_demand.py`: an idle Ray worker
+  still costs ~0.5% of a core);
 - become: hand it a LeaderAndIsr order;
 - watch: learn of its process's death (an outstanding call that fails);
 - stop: close it (flush, clean-shutdown marker) and kill it; delete its directory when its
@@ -35,6 +36,7 @@ from rafka.actors.ray_env import pin_to_node
 from rafka.common.config import LogConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.types import TopicPartition
+from rafka.coordinator.broker.idle_cpu import IdleCpu
 from rafka.coordinator.broker.spare_demand import SpareDemand
 from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
 from rafka.partition_worker.checkpoints import LeaderEpochCache, check_topic_id
@@ -51,6 +53,8 @@ SPARE_SLACK = 2   # released processes are kept as spares up to this many times 
 # Spare processes start this many at a time: on 2 cores, four starting at once are all ready
 # after ~1.6 s, two at a time give the first two in ~0.6 s (a start waiting for one takes the first).
 SPARE_STARTS_AT_ONCE = 2
+# How often a broker short of spares looks whether the machine has a core to spare for one.
+IDLE_CHECK_S = 0.5
 
 
 def _log_lending_failure(lending: asyncio.Future) -> None:
@@ -96,6 +100,10 @@ class RayReplicaLauncher:
         self._claims: deque[asyncio.Future] = deque()   # starts waiting for a process (spare or lent)
         self._creating: set[asyncio.Task] = set()   # spare processes being started
         self._spare_starts = asyncio.Semaphore(SPARE_STARTS_AT_ONCE)
+        # Spares ahead of need start one at a time, each once the machine had a core idle.
+        self.idle_cpu = IdleCpu()
+        self.idle_check_s = IDLE_CHECK_S
+        self._ahead: asyncio.TimerHandle | None = None   # the next look for an idle core
         self._stopped = False
 
     def prefer(self, tp: TopicPartition, log_dir: str) -> None:
@@ -163,15 +171,41 @@ class RayReplicaLauncher:
 
     # -- spare processes -------------------------------------------------------------------
     def refill(self) -> None:
-        """Start the spare processes missing from the target (and one for each start waiting for
-        a process), in the background: nothing waits for them. Not while rests are about to
-        hand processes back: a process started then would be one too many, and ended again."""
-        missing = self._demand.wanted() + len(self._claims) - len(self._spares) - len(self._creating)
-        for _ in range(max(0, missing) if not self._stopped and not self.rests_coming() else 0):
-            task = asyncio.ensure_future(self._start_spare())
-            self._creating.add(task)
-            task.add_done_callback(self._creating.discard)
+        """Start a process for each start waiting for one that no spare on its way will serve,
+        at once; and the spare processes missing from the target ahead of need, one at a time
+        whenever the machine has a core to spare (`idle_cpu.py`). In the background: nothing
+        waits for them. Not while rests are about to hand processes back: a process started
+        then would be one too many, and ended again."""
+        if self._stopped or self.rests_coming():
+            self._trim_when_quiet()
+            return
+        for _ in range(len(self._claims) - len(self._creating)):
+            self._spawn_spare()
+        if self._missing() > 0 and self._ahead is None:
+            self.idle_cpu.idle_cores()   # (the look to compare the next one with)
+            self._ahead = asyncio.get_running_loop().call_later(self.idle_check_s, self._start_ahead_if_idle)
         self._trim_when_quiet()
+
+    def _missing(self) -> int:
+        """Processes short of the target spares and the starts waiting for one."""
+        return self._demand.wanted() + len(self._claims) - len(self._spares) - len(self._creating)
+
+    def _start_ahead_if_idle(self) -> None:
+        """Start one spare ahead of need if the machine had a core idle since the last look;
+        look again later while spares are missing (after this one is ready, if one started)."""
+        self._ahead = None
+        if self._stopped or self._missing() <= 0:
+            return
+        if self.rests_coming() or not self.idle_cpu.has_a_core_to_spare():
+            self._ahead = asyncio.get_running_loop().call_later(self.idle_check_s, self._start_ahead_if_idle)
+            return
+        self._spawn_spare().add_done_callback(lambda _: self.refill())
+
+    def _spawn_spare(self) -> asyncio.Task:
+        task = asyncio.ensure_future(self._start_spare())
+        self._creating.add(task)
+        task.add_done_callback(self._creating.discard)
+        return task
 
     def _trim_when_quiet(self) -> None:
         """Once the broker is quiet (no spare taken for replica.dormant.after.ms), end the spares
@@ -218,6 +252,11 @@ class RayReplicaLauncher:
         """Spare replica processes ready now."""
         return len(self._spares)
 
+    @property
+    def spares_starting(self) -> int:
+        """Replica processes starting now (spares, or for a start waiting for one)."""
+        return len(self._creating)
+
     async def spare_pids(self) -> list[int]:
         """The process ids of the spare replica processes."""
         return list(await asyncio.gather(*[a.pid.remote() for a in self._spares]))
@@ -243,9 +282,10 @@ class RayReplicaLauncher:
     def stop_spares(self) -> None:
         """The broker stops: end the spare processes."""
         self._stopped = True
-        if self._trim is not None:
-            self._trim.cancel()
-            self._trim = None
+        for timer in (self._trim, self._ahead):
+            if timer is not None:
+                timer.cancel()
+        self._trim = self._ahead = None
         for actor in self._spares:
             ray.kill(actor)
         self._spares.clear()

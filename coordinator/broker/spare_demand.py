@@ -1,4 +1,4 @@
-"""How many spare replica processes a broker keeps: many while replicas start, one when quiet.
+"""How many spare replica processes a broker keeps: many while replicas start, none when quiet.
 
 A spare process (`replica_launcher.py`) lets a new or dormant partition's replica open in
 milliseconds instead of waiting ~1 s of a core for a process to start. But an idle Ray worker
@@ -6,8 +6,10 @@ still wakes every 10 ms (Ray checks for signals on that timer in every worker; i
 configurable), ~0.5% of a core each: four spares cost an idle broker more CPU than everything
 else it runs. So spares follow demand, as replicas do: `replica.spare.processes` of them while
 replicas are being started, and once none has been taken for `replica.dormant.after.ms` (the
-broker's notion of "quiet", the same delay after which its idle replicas exit), one: the first
-wake after a quiet spell is still quick, and the next ones find the pool refilled behind it.
+broker's notion of "quiet", the same delay after which its idle replicas exit), none: an idle
+broker runs no replica process at all. The first wake after a quiet spell then waits for a
+process to start (0.3-0.7 s on an idle machine; Kafka's target for it here is 1.5 s), and the
+wakes after it find the pool refilled behind it.
 
 Pure logic with an injectable clock; the launcher does the Ray side.
 """
@@ -16,7 +18,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-QUIET_SPARES = 1   # spare processes kept once the broker is quiet
+QUIET_SPARES = 0   # spare processes kept once the broker is quiet
 
 
 class SpareDemand:

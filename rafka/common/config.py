@@ -192,7 +192,7 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("replica.spare.processes", int, 4,
               "rafka: replica processes each broker keeps started ahead of need, so a new or dormant "
               "partition's replica opens in milliseconds instead of waiting for a process to start. "
-              "Once no replica has started for replica.dormant.after.ms, one is kept.", minimum=0),
+              "Once no replica has started for replica.dormant.after.ms, none is kept.", minimum=0),
     ConfigKey("replica.max.live.processes", int, 128,
               "rafka: replica processes a broker runs at most for wakes of dormant replicas; at the cap, "
               "the replicas idle longest are put to rest early to make room (a wake that finds no idle "

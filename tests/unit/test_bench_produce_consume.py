@@ -74,13 +74,19 @@ class FakeConsumer:
                 self.tampered = True
             batch: list[Message] = []
             for partition, values in sorted(log.items()):  # up to 5 records of each partition in turn
-                start = self.positions[partition]
-                for offset in range(start, min(len(values), start + 5)):
-                    batch.append(Message(topic=self.topic, partition=partition, offset=offset, value=values[offset]))
-                self.positions[partition] = min(len(values), start + 5)
+                start = end = self.positions[partition]
+                for end in range(start, min(len(values), start + 5, start + count - len(batch))):
+                    batch.append(Message(topic=self.topic, partition=partition, offset=end, value=values[end]))
+                    end += 1
+                self.positions[partition] = end
         if not batch:
             threading.Event().wait(min(timeout, 0.01))
         return batch[:count]
+
+    def poll(self, timeout: float) -> Message | None:
+        """One record (what the next consume(1, ...) reads): the fake reads at most `count`."""
+        batch = self.consume(1, timeout)
+        return batch[0] if batch else None
 
     def close(self) -> None:
         pass

@@ -26,9 +26,24 @@ class Process:
         return self.name
 
 
-def launcher(borrow, *, spares: int = 0, start_s: float = 0.3) -> RayReplicaLauncher:
+class Machine:
+    """A stand-in for the machine's idle CPU (`idle_cpu.py`): idle, or busy."""
+
+    def __init__(self, idle: bool = True) -> None:
+        self.idle = idle
+
+    def idle_cores(self) -> float:
+        return 2.0 if self.idle else 0.0
+
+    def has_a_core_to_spare(self) -> bool:
+        return self.idle
+
+
+def launcher(borrow, *, spares: int = 0, start_s: float = 0.3, machine: Machine | None = None) -> RayReplicaLauncher:
     made = RayReplicaLauncher(1, ("/nonexistent",), "ns", None, spares=spares)
     made.borrow = borrow
+    made.idle_cpu = machine or Machine()
+    made.idle_check_s = 0.01
     numbers = itertools.count()
     made._new_process = lambda: Process(f"new-{next(numbers)}", start_s)   # (no Ray here)
     return made
@@ -86,6 +101,36 @@ def test_a_start_that_gives_up_leaves_its_claim_behind_and_the_process_it_was_ha
         await asyncio.sleep(0.3)          # the spare started for it arrives: no claim takes it
         return made.spares, list(made._claims)
     assert run(main()) == (1, [])
+
+
+def test_spares_ahead_of_need_wait_for_an_idle_core_but_a_start_waiting_for_a_process_does_not():
+    async def main():
+        machine = Machine(idle=False)
+        made = launcher(nothing_to_lend, spares=2, start_s=0.05, machine=machine)
+        made.refill()
+        await asyncio.sleep(0.2)
+        busy = (made.spares, len(made._creating))          # the clients have the cores: none started
+        process = await made._process_without_spare()       # ... but a start waiting gets its own
+        machine.idle = True
+        await asyncio.sleep(0.3)
+        return busy, repr(process), made.spares
+    busy, process, spares = run(main())
+    assert busy == (0, 0)
+    assert process == "new-0"
+    assert spares == 2       # an idle core: the pool fills, one spare after the other
+
+
+def test_spares_ahead_of_need_start_one_at_a_time():
+    async def main():
+        made = launcher(nothing_to_lend, spares=3, start_s=0.1)
+        made.refill()
+        most = 0
+        for _ in range(40):
+            most = max(most, len(made._creating))
+            await asyncio.sleep(0.01)
+        return most, made.spares
+    most, spares = run(main())
+    assert most == 1 and spares == 3
 
 
 def run(coro):

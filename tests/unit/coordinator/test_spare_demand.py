@@ -1,4 +1,4 @@
-"""Spare replica processes follow demand: the configured number while replicas start, one
+"""Spare replica processes follow demand: the configured number while replicas start, none
 once the broker has been quiet for replica.dormant.after.ms."""
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ def test_a_broker_keeps_its_spares_until_it_has_been_quiet_for_the_dormancy_dela
     clock.now += 299
     assert demand.wanted() == 4 and demand.quiet_in_s() == 1
     clock.now += 1
-    assert demand.quiet() and demand.wanted() == 1 and demand.quiet_in_s() == 0
+    assert demand.quiet() and demand.wanted() == 0 and demand.quiet_in_s() == 0
 
 
 def test_a_start_after_a_quiet_spell_wants_the_whole_pool_again_for_the_next_delay():
     clock = Clock()
     demand = SpareDemand(4, quiet_after_s=10, clock=clock)
     clock.now += 60
-    assert demand.wanted() == 1
+    assert demand.wanted() == 0
     demand.taken()
     assert demand.wanted() == 4 and demand.quiet_in_s() == 10
     clock.now += 9
