@@ -4,8 +4,9 @@ A broker starts spare replica processes ahead of need (`replica_launcher.py`), a
 costs about half a second of a core (an interpreter and Ray's core worker). Started while
 clients keep the cores busy, that time comes out of the clients': measured on 2 cores, the
 spares refilled after a topic's creation ran beside the first produce and consume on it and
-cut both by a third or more. So spares ahead of need start only once the machine has had a
-whole core idle; a start that waits for a process gets one at once, busy or not.
+cut both by a third or more. So spares ahead of need start once the machine has had a
+whole core idle (or after waiting a few seconds for one); a start that waits for a process
+gets one at once, busy or not.
 
 Pure logic over an injectable reader of the CPU counters.
 """

@@ -55,6 +55,9 @@ SPARE_SLACK = 2   # released processes are kept as spares up to this many times 
 SPARE_STARTS_AT_ONCE = 2
 # How often a broker short of spares looks whether the machine has a core to spare for one.
 IDLE_CHECK_S = 0.5
+# ... and how long a spare waits for one at most: a machine that stays busy (a client suite
+# creating topic after topic) still gets its pool back, so its next new partitions open at once.
+IDLE_WAIT_MAX_S = 5.0
 
 
 def _log_lending_failure(lending: asyncio.Future) -> None:
@@ -103,7 +106,9 @@ class RayReplicaLauncher:
         # Spares ahead of need start one at a time, each once the machine had a core idle.
         self.idle_cpu = IdleCpu()
         self.idle_check_s = IDLE_CHECK_S
+        self.idle_wait_max_s = IDLE_WAIT_MAX_S
         self._ahead: asyncio.TimerHandle | None = None   # the next look for an idle core
+        self._ahead_since = 0.0   # when the spare started next began waiting for one
         self._stopped = False
 
     def prefer(self, tp: TopicPartition, log_dir: str) -> None:
@@ -183,6 +188,7 @@ class RayReplicaLauncher:
             self._spawn_spare()
         if self._missing() > 0 and self._ahead is None:
             self.idle_cpu.idle_cores()   # (the look to compare the next one with)
+            self._ahead_since = asyncio.get_running_loop().time()
             self._ahead = asyncio.get_running_loop().call_later(self.idle_check_s, self._start_ahead_if_idle)
         self._trim_when_quiet()
 
@@ -191,13 +197,16 @@ class RayReplicaLauncher:
         return self._demand.wanted() + len(self._claims) - len(self._spares) - len(self._creating)
 
     def _start_ahead_if_idle(self) -> None:
-        """Start one spare ahead of need if the machine had a core idle since the last look;
-        look again later while spares are missing (after this one is ready, if one started)."""
+        """Start one spare ahead of need if the machine had a core idle since the last look, or
+        the spare has waited `idle_wait_max_s` for one; look again later while spares are missing
+        (after this one is ready, if one started)."""
         self._ahead = None
         if self._stopped or self._missing() <= 0:
             return
-        if self.rests_coming() or not self.idle_cpu.has_a_core_to_spare():
-            self._ahead = asyncio.get_running_loop().call_later(self.idle_check_s, self._start_ahead_if_idle)
+        loop = asyncio.get_running_loop()
+        idle = self.idle_cpu.has_a_core_to_spare()
+        if self.rests_coming() or not (idle or loop.time() - self._ahead_since >= self.idle_wait_max_s):
+            self._ahead = loop.call_later(self.idle_check_s, self._start_ahead_if_idle)
             return
         self._spawn_spare().add_done_callback(lambda _: self.refill())
 

@@ -120,6 +120,18 @@ def test_spares_ahead_of_need_wait_for_an_idle_core_but_a_start_waiting_for_a_pr
     assert spares == 2       # an idle core: the pool fills, one spare after the other
 
 
+def test_on_a_machine_that_stays_busy_a_spare_waits_for_an_idle_core_only_so_long():
+    async def main():
+        made = launcher(nothing_to_lend, spares=1, start_s=0.01, machine=Machine(idle=False))
+        made.idle_wait_max_s = 0.3
+        made.refill()
+        await asyncio.sleep(0.15)
+        waiting = made.spares
+        await asyncio.sleep(0.4)
+        return waiting, made.spares
+    assert run(main()) == (0, 1)
+
+
 def test_spares_ahead_of_need_start_one_at_a_time():
     async def main():
         made = launcher(nothing_to_lend, spares=3, start_s=0.1)
