@@ -7,8 +7,8 @@ The reconciler decides; this module does the Ray side of each step for one parti
   broker keeps `spares` processes started ahead of need (a process takes 0.3 s to seconds to
   start; opening a log in one takes milliseconds), refilled in the background while the
   machine has a core to spare (`idle_cpu.py`), and a replica that closes to go dormant gives
-  its process back to them; a quiet broker keeps one (`spare_demand.py`: an idle Ray worker
-  still costs ~0.5% of a core);
+  its process back to them; a quiet broker keeps none (`spare_demand.py`: an idle Ray worker
+  still costs 0.5-1% of a core);
 - become: hand it a LeaderAndIsr order;
 - watch: learn of its process's death (an outstanding call that fails);
 - stop: close it (flush, clean-shutdown marker) and kill it; delete its directory when its
@@ -218,7 +218,7 @@ class RayReplicaLauncher:
 
     def _trim_when_quiet(self) -> None:
         """Once the broker is quiet (no spare taken for replica.dormant.after.ms), end the spares
-        beyond the one it keeps then; checked again whenever a start or a rest changes the pool."""
+        beyond those it keeps then (none); checked again whenever a start or a rest changes the pool."""
         if self._trim is not None or self._stopped:
             return
         delay = self._demand.quiet_in_s()

@@ -8,8 +8,8 @@ else it runs. So spares follow demand, as replicas do: `replica.spare.processes`
 replicas are being started, and once none has been taken for `replica.dormant.after.ms` (the
 broker's notion of "quiet", the same delay after which its idle replicas exit), none: an idle
 broker runs no replica process at all. The first wake after a quiet spell then waits for a
-process to start (0.3-0.7 s on an idle machine; Kafka's target for it here is 1.5 s), and the
-wakes after it find the pool refilled behind it.
+process to start (0.6-0.8 s measured on an idle 2-core machine, against the 1.5 s that
+bench/density.py holds it to), and the wakes after it find the pool refilled behind it.
 
 Pure logic with an injectable clock; the launcher does the Ray side.
 """
