@@ -74,11 +74,11 @@ class FakeConsumer:
                 self.tampered = True
             batch: list[Message] = []
             for partition, values in sorted(log.items()):  # up to 5 records of each partition in turn
-                start = end = self.positions[partition]
-                for end in range(start, min(len(values), start + 5, start + count - len(batch))):
-                    batch.append(Message(topic=self.topic, partition=partition, offset=end, value=values[end]))
-                    end += 1
-                self.positions[partition] = end
+                start = self.positions[partition]
+                stop = min(len(values), start + 5, start + count - len(batch))
+                for offset in range(start, stop):
+                    batch.append(Message(topic=self.topic, partition=partition, offset=offset, value=values[offset]))
+                self.positions[partition] = max(start, stop)
         if not batch:
             threading.Event().wait(min(timeout, 0.01))
         return batch[:count]
