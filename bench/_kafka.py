@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 from _instant_broker import instant_broker
-from _latency import pause_s, percentile, records_due
+from _latency import pause_s, percentile, records_due, serve_then_wait
 from _results import ConsumeCeilingResult, EnqueueResult, LatencyResult, WorkloadResult
 from _verify import HEAD, SequenceCheck, heads
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
@@ -290,37 +290,41 @@ def end_to_end_latency(broker: str, bootstrap: str, rate_per_s: float, seconds: 
     call (its value carries the time) until the consumer has it. Its reads are checked as the
     workload's are (every record once, in order).
 
-    A first record is sent, and read back, before the clock starts, so connections, metadata and
-    the consumer's first fetches are up; the paced records follow it, as bench/replication.py
-    paces its producer.
+    A first record for each partition is sent, and read back, before the clock starts, so
+    connections, metadata and the consumer's first fetches are up, and each partition has taken
+    its first write (a new partition's replica opens then: its first-write latency is
+    bench/density.py's to measure, not a steady stream's); the paced records follow, as
+    bench/replication.py paces its producer.
     """
     topic = f"bench-latency-{int(time.time() * 1000)}"
     records = max(1, int(rate_per_s * seconds))
     create_topic(bootstrap, topic)
     try:
-        reader = _LatencyReader(bootstrap, topic, records + 1, record_size)
+        reader = _LatencyReader(bootstrap, topic, PARTITIONS + records, record_size)
         reader.start()
         try:
             producer = Producer({"bootstrap.servers": bootstrap, **LATENCY_PRODUCER_CONFIG})
             tail = os.urandom(record_size - HEAD.size - SENT_AT.size)
             clock, send, poll, pack_at = time.perf_counter, producer.produce, producer.poll, SENT_AT.pack
-            send(topic, HEAD.pack(0) + pack_at(clock()) + tail)
-            producer.flush(timeout_s)
-            reader.wait_for(1, timeout_s)
+            for partition in range(PARTITIONS):   # numbered 0..PARTITIONS-1: not timed
+                send(topic, HEAD.pack(partition) + pack_at(clock()) + tail, partition=partition)
+            if producer.flush(timeout_s):
+                raise PhaseError(f"{broker} latency: the warm-up records were not acknowledged after {timeout_s:.0f} s")
+            reader.wait_for(PARTITIONS, timeout_s)
             started = clock()
             sent = 0
             while sent < records:
                 elapsed = clock() - started
                 if sent >= records_due(elapsed, rate_per_s, records):
-                    poll(pause_s(elapsed, sent, rate_per_s))
+                    serve_then_wait(poll, pause_s(elapsed, sent, rate_per_s))
                     continue
-                send(topic, HEAD.pack(sent + 1) + pack_at(clock()) + tail)
+                send(topic, HEAD.pack(PARTITIONS + sent) + pack_at(clock()) + tail)
                 sent += 1
                 poll(0)
             sent_rps = records / (clock() - started)
             if producer.flush(timeout_s):
                 raise PhaseError(f"{broker} latency: records unacknowledged after {timeout_s:.0f} s")
-            reader.wait_for(records + 1, timeout_s)
+            reader.wait_for(PARTITIONS + records, timeout_s)
         finally:
             latencies, problems = reader.stop()
     finally:
@@ -334,7 +338,8 @@ def end_to_end_latency(broker: str, bootstrap: str, rate_per_s: float, seconds: 
 
 class _LatencyReader:
     """A consumer on its own thread reading a topic from offset 0, noting for each record (but the
-    first) the seconds since its produce() call, and checking the sequence numbers."""
+    warm-up ones, numbered below PARTITIONS) the seconds since its produce() call, and checking
+    the sequence numbers."""
 
     def __init__(self, bootstrap: str, topic: str, expected: int, record_size: int) -> None:
         self._consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
@@ -370,7 +375,7 @@ class _LatencyReader:
                 numbers = heads(b"".join(msg.value() for msg in batch), len(batch), self._record_size)
                 self._check.add_batch(numbers, np.fromiter((m.partition() for m in batch), np.int32, len(batch)))
                 self._latencies.extend(now - unpack_at(msg.value(), HEAD.size)[0]
-                                       for msg, number in zip(batch, numbers.tolist()) if number)
+                                       for msg, number in zip(batch, numbers.tolist()) if number >= PARTITIONS)
                 with self._progress:
                     self._read += len(batch)
                     self._progress.notify_all()

@@ -61,7 +61,7 @@ import _cpu_profile
 import _kafka
 import _procmem
 from _kafka import PhaseError
-from _latency import pause_s, percentile, records_due
+from _latency import pause_s, percentile, records_due, serve_then_wait
 from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
 from _results import MB, MIB, Row, render_table
 from confluent_kafka import Producer, TopicPartition
@@ -275,7 +275,7 @@ def produce_run(bootstrap: str, topic: str, case: tuple[str, str, int], record_s
         else:
             due = records_due(clock() - started, rate_per_s, timed)
             if i >= due:
-                poll(pause_s(clock() - started, i, rate_per_s))
+                serve_then_wait(poll, pause_s(clock() - started, i, rate_per_s))
                 continue
         while i < due:
             try:
@@ -428,7 +428,7 @@ class TimedAckProducer:
         while not self._stop.is_set():
             due = started + n / self._rate
             if time.perf_counter() < due:
-                self._producer.poll(min(0.01, max(0.0, due - time.perf_counter())))
+                serve_then_wait(self._producer.poll, min(0.01, max(0.0, due - time.perf_counter())))
                 continue
             partition = n % PARTITIONS
             try:

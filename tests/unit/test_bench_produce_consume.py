@@ -45,10 +45,10 @@ class FakeProducer:
     def __init__(self, cluster: FakeCluster) -> None:
         self.cluster, self.sent = cluster, 0
 
-    def produce(self, topic: str, value: bytes, **_: object) -> None:
+    def produce(self, topic: str, value: bytes, partition: int | None = None, **_: object) -> None:
         with self.cluster.lock:
             partitions = self.cluster.topics.setdefault(topic, {p: [] for p in range(_kafka.PARTITIONS)})
-            partitions[(self.sent // 7) % _kafka.PARTITIONS].append(value)
+            partitions[(self.sent // 7) % _kafka.PARTITIONS if partition is None else partition].append(value)
         self.sent += 1
 
     def poll(self, timeout: float = 0) -> int:
