@@ -31,10 +31,12 @@ class SpareDemand:
         self._quiet_after_s = quiet_after_s
         self._clock = clock
         self._last_taken = clock()   # a broker that just started is busy: its partitions open
+        self.starts = 0   # replicas started so far
 
     def taken(self) -> None:
         """A replica started: it took a spare process, or wanted one."""
         self._last_taken = self._clock()
+        self.starts += 1
 
     def quiet(self) -> bool:
         """Whether no spare was taken for `quiet_after_s`."""

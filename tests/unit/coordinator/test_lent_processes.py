@@ -120,16 +120,31 @@ def test_spares_ahead_of_need_wait_for_an_idle_core_but_a_start_waiting_for_a_pr
     assert spares == 2       # an idle core: the pool fills, one spare after the other
 
 
-def test_on_a_machine_that_stays_busy_a_spare_waits_for_an_idle_core_only_so_long():
+def test_on_a_machine_that_stays_busy_starting_replicas_a_spare_waits_for_an_idle_core_only_so_long():
     async def main():
         made = launcher(nothing_to_lend, spares=1, start_s=0.01, machine=Machine(idle=False))
         made.idle_wait_max_s = 0.3
         made.refill()
         await asyncio.sleep(0.15)
         waiting = made.spares
+        made._demand.taken()      # a replica started meanwhile (a client creating topics)
         await asyncio.sleep(0.4)
         return waiting, made.spares
     assert run(main()) == (0, 1)
+
+
+def test_on_a_machine_busy_serving_with_no_replica_starting_a_spare_waits_for_an_idle_core():
+    async def main():
+        machine = Machine(idle=False)
+        made = launcher(nothing_to_lend, spares=1, start_s=0.01, machine=machine)
+        made.idle_wait_max_s = 0.1
+        made.refill()
+        await asyncio.sleep(0.5)
+        waiting = made.spares, len(made._creating)
+        machine.idle = True
+        await asyncio.sleep(0.2)
+        return waiting, made.spares
+    assert run(main()) == ((0, 0), 1)
 
 
 def test_spares_ahead_of_need_start_one_at_a_time():
