@@ -33,6 +33,7 @@ from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.checkpoints import LeaderEpochCache, check_topic_id
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
 from rafka.partition_worker.log import PartitionLog
+from rafka.partition_worker.parked_reads import ParkedReads
 from rafka.partition_worker.storage_failure import describe_os_error
 from rafka.partition_worker.messages import (
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, HIGH_WATERMARK_OFFSET, LATEST_TIMESTAMP, MAX_TIMESTAMP,
@@ -107,7 +108,8 @@ class PartitionReplica:
         self._last_write = time.monotonic()   # for dormancy (`replica.dormant.after.ms`)
         self._awaiting_replication = 0        # acks=all appends not answered yet
         self._idle_task: asyncio.Task | None = None
-        self._appended = asyncio.Event()
+        self._appended = asyncio.Event()   # for reads by actor call (`read`)
+        self._parked = ParkedReads(_write_answer)   # reads on the data socket waiting for data
         self._replicated = asyncio.Event()   # set (and replaced) whenever the high watermark moves
         self._expiry_task: asyncio.Task | None = None
         self._flush_task: asyncio.Task | None = None
@@ -315,6 +317,7 @@ class PartitionReplica:
         """Clean shutdown: flush, snapshot producer state and mark the log clean, so the next
         open skips recovery. Returns the final status (its recovery point is the log end)."""
         self._closed.set()
+        self._parked.close()
         for task in (self._expiry_task, self._flush_task, self._retention_task, self._file_deletion_timer,
                      self._isr_task, self._alter_isr_task, self._dir_failure_task, self._idle_task):
             if task is not None:
@@ -339,11 +342,12 @@ class PartitionReplica:
         # about as much as the read itself.
         protocol = FramedProtocol(dc.FRAME_HEAD.size, dc.frame_body_length, lambda head, body: None,
                                   reuse_buffer=True)
-        parked: dict[int, asyncio.Event] = {}   # request id -> its release, for reads waiting for data
         # The connection belongs to this opening of the process: once it closes (the partition
         # rested, its topic was deleted, the broker stops), it never reaches the partition the
         # process may open next as a spare.
-        closed = self._closed
+        closed, parked = self._closed, self._parked
+        connection = id(protocol)
+        protocol.closed.add_done_callback(lambda _: parked.drop_connection(connection))
 
         def on_frame(head: bytes, body: bytearray) -> None:
             if closed.is_set():   # the front end takes the closed connection as NOT_LEADER
@@ -374,13 +378,9 @@ class PartitionReplica:
                         read_again = (lambda o=offset, m=max_bytes, e=to_log_end: self._read_now(o, m, e)) \
                             if view[0] != dc.OP_REPLICA_READ \
                             else (lambda f=follower, e=epoch, o=offset, m=max_bytes: self.replica_read(f, e, o, m))
-                        parked[request_id] = asyncio.Event()
-                        asyncio.ensure_future(self._answer_parked_read(protocol, request_id, read_again,
-                                                                       max_wait_ms, result, parked, closed))
+                        parked.park(connection, protocol.transport, request_id, read_again, result, max_wait_ms)
                 elif view[0] == dc.OP_RELEASE:
-                    released = parked.get(dc.decode_release(view))
-                    if released is not None:   # (already answered: nothing to do)
-                        released.set()
+                    parked.release(connection, dc.decode_release(view))
                 elif view[0] == dc.OP_LIST_OFFSET:
                     lookup = self.list_offset(dc.decode_list_offset(view))
                     protocol.transport.write(dc.frame(request_id, dc.encode_offset_lookup(lookup)))
@@ -406,18 +406,6 @@ class PartitionReplica:
     def _widen(protocol: FramedProtocol) -> None:
         if protocol.transport is not None:
             dc.widen_socket_buffers(protocol.transport.get_extra_info("socket"))
-
-    async def _answer_parked_read(self, protocol: FramedProtocol, request_id: int,
-                                  read_again: Callable[[], FetchResult], max_wait_ms: int, empty: FetchResult,
-                                  parked: dict[int, asyncio.Event], closed: asyncio.Event) -> None:
-        try:
-            result = await self._wait_for_data(read_again, max_wait_ms, empty, parked[request_id])
-        finally:
-            parked.pop(request_id, None)
-        if closed.is_set() and protocol.transport is not None:
-            protocol.transport.close()
-        elif protocol.transport is not None and not protocol.transport.is_closing():
-            protocol.transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
 
     # -- acks=all: the produce purgatory (Kafka's DelayedProduce) ------------------------
     def _awaits_replication(self, results: list[ProduceResult], required_offset: int) -> bool:
@@ -542,27 +530,23 @@ class PartitionReplica:
         return await self._wait_for_data(lambda: self._read_now(fetch_offset, max_bytes), max_wait_ms, result)
 
     async def _wait_for_data(self, read_again: Callable[[], FetchResult], max_wait_ms: int,
-                             result: FetchResult, released: asyncio.Event | None = None) -> FetchResult:
+                             result: FetchResult) -> FetchResult:
         """After the empty `result`, read again at each append (or high watermark move) until
-        data comes, `max_wait_ms` passes or `released` is set (the front end answers the fetch:
-        another of its partitions had data)."""
+        data comes or `max_wait_ms` passes (reads by actor call; the data socket's park in
+        `parked_reads.py`)."""
         # Bound to this opening of the process (as `_replication_outcome`): a read parked here must
-        # never read, nor count as a follower's fetch of, the partition the process opens next.
+        # never read the partition the process opens next.
         closed = self._closed
         deadline = time.monotonic() + max_wait_ms / 1000
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or closed.is_set():
                 return result
-            if released is not None and released.is_set():
-                return read_again()
-            await first_of([self._appended, closed] + ([released] if released is not None else []), remaining)
+            await first_of([self._appended, closed], remaining)
             if closed.is_set():
-                return result   # closed meanwhile: the caller closes the connection
-            result = read_again()
-            if time.monotonic() >= deadline or (released is not None and released.is_set()):
                 return result
-            if result.regions or result.error is not ErrorCode.NONE:
+            result = read_again()
+            if time.monotonic() >= deadline or result.regions or result.error is not ErrorCode.NONE:
                 return result
 
     def list_offset(self, timestamp: int) -> OffsetLookup:
@@ -817,9 +801,17 @@ class PartitionReplica:
                            -1 if up_to_log_end else self._log.committed_end(regions[-1].path, hw))
 
     def _wake_fetchers(self) -> None:
-        """Release parked fetches; they re-check the log."""
+        """Parked reads read again: those on the data socket here and now, those by actor call
+        (`read`) once they run."""
         self._appended.set()
         self._appended = asyncio.Event()
+        self._parked.wake()
+
+
+def _write_answer(transport: asyncio.BaseTransport | None, request_id: int, result: FetchResult) -> None:
+    """A parked read's answer, on the connection it came from while that is open."""
+    if transport is not None and not transport.is_closing():
+        transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
 
 
 def _final(result: FetchResult, max_wait_ms: int) -> bool:
