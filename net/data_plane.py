@@ -40,6 +40,7 @@ from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, F
 from rafka.partition_worker.segment_reader import iter_headers
 
 T = TypeVar("T")
+_LOST_READ = FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)   # a read whose replica connection was lost
 log = logging.getLogger(__name__)
 
 # A window older than this is not used: the high watermark and log start it reports would be stale.
@@ -75,7 +76,9 @@ class ReplicaChannel:
         self.actor = actor
         self.socket_path = socket_path
         self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[asyncio.Future, Callable[[memoryview], Any]]] = {}
+        # request id -> (its answer, how to decode it, the answer if the connection is lost
+        # first: None raises ConnectionError)
+        self._pending: dict[int, tuple[asyncio.Future, Callable[[memoryview], Any], Any]] = {}
         self._outbox: list[list] = []
         self._protocol: FramedProtocol | None = None
         self._sender: asyncio.Task | None = None
@@ -85,11 +88,13 @@ class ReplicaChannel:
         """Queue one request (in call order) and return the future of its answer."""
         return self._submit_numbered(parts, decode)[1]
 
-    def _submit_numbered(self, parts: list, decode: Callable[[memoryview], Any]) -> tuple[int, asyncio.Future]:
-        """`_submit`, with the request's id (to release it if it parks)."""
+    def _submit_numbered(self, parts: list, decode: Callable[[memoryview], Any],
+                         if_lost: Any = None) -> tuple[int, asyncio.Future]:
+        """`_submit`, with the request's id (to release it if it parks); `if_lost` answers it
+        if the connection is lost first (None: the future raises ConnectionError)."""
         request_id = (next(self._ids) & 0xFFFFFFFF) or (next(self._ids) & 0xFFFFFFFF)   # 0 is no request
         future = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = (future, decode)
+        self._pending[request_id] = (future, decode, if_lost)
         self._queue(request_id, parts)
         return request_id, future
 
@@ -133,7 +138,7 @@ class ReplicaChannel:
         _, request_id = dc.FRAME_HEAD.unpack(head)
         entry = self._pending.pop(request_id, None)
         if entry is not None and not entry[0].done():
-            future, decode = entry
+            future, decode, _ = entry
             future.set_result(decode(memoryview(body)))
 
     def _on_closed(self, protocol: FramedProtocol) -> None:
@@ -144,9 +149,13 @@ class ReplicaChannel:
 
     def _fail_pending(self) -> None:
         pending, self._pending = self._pending, {}
-        for future, _ in pending.values():
-            if not future.done():
+        for future, _, if_lost in pending.values():
+            if future.done():
+                continue
+            if if_lost is None:
                 future.set_exception(ConnectionError("replica data connection lost"))
+            else:
+                future.set_result(if_lost)
 
     def append(self, records: Any, acks: int, timeout_ms: int = 0) -> Awaitable[ProduceResult]:
         """Queue an append now; await the result (with acks=all, once the followers have it or
@@ -175,9 +184,10 @@ class ReplicaChannel:
                 done = asyncio.get_running_loop().create_future()
                 done.set_result(result)
                 return PendingRead(done, self, 0)
+        # (no task per read: the answer is decoded, and the window opened, as it arrives)
         request_id, future = self._submit_numbered([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)],
-                                                   dc.decode_fetch_result)
-        return PendingRead(asyncio.ensure_future(self._read_result(future)), self, request_id)
+                                                   self._read_answer, _LOST_READ)
+        return PendingRead(future, self, request_id)
 
     def read_log_end(self, fetch_offset: int, max_bytes: int) -> Awaitable[FetchResult]:
         """Whole batches from `fetch_offset` up to the leader's log end rather than its high
@@ -185,8 +195,8 @@ class ReplicaChannel:
         group coordinator loads `__consumer_offsets` (FetchIsolation.LOG_END). A new leader's
         high watermark lags its log end until its followers fetch again, and what lies between
         is committed data the new leader keeps. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return self._read_result(self._submit([dc.encode_read(fetch_offset, max_bytes, 0, up_to_log_end=True)],
-                                              dc.decode_fetch_result))
+        return self._submit_numbered([dc.encode_read(fetch_offset, max_bytes, 0, up_to_log_end=True)],
+                                     self._read_answer, _LOST_READ)[1]
 
     async def replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
                            max_wait_ms: int = 0) -> FetchResult:
@@ -200,9 +210,8 @@ class ReplicaChannel:
         """`replica_read`, as a `PendingRead` whose wait can be ended early."""
         request_id, future = self._submit_numbered(
             [dc.encode_replica_read(follower, leader_epoch, fetch_offset, max_bytes, max_wait_ms)],
-            dc.decode_fetch_result)
-        return PendingRead(asyncio.ensure_future(_unless_lost(future, FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))),
-                           self, request_id)
+            dc.decode_fetch_result, _LOST_READ)
+        return PendingRead(future, self, request_id)
 
     async def follower_append(self, records: Any, leader_high_watermark: int,
                               leader_log_start_offset: int) -> FollowerAppendResult:
@@ -212,11 +221,9 @@ class ReplicaChannel:
                                                dc.decode_follower_result),
                                   FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
-    async def _read_result(self, future: asyncio.Future) -> FetchResult:
-        try:
-            result = await future
-        except (ConnectionError, OSError):
-            return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    def _read_answer(self, body: memoryview) -> FetchResult:
+        """A consumer's read answered: open the window after its data."""
+        result = dc.decode_fetch_result(body)
         if result.regions and result.committed_end >= 0:
             last = result.regions[-1]
             self._open_window(result.next_offset, _Window(
@@ -290,7 +297,7 @@ class ReplicaChannel:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
-            await asyncio.wait([future for future, _ in self._pending.values()], timeout=remaining)
+            await asyncio.wait([future for future, _, _ in self._pending.values()], timeout=remaining)
         return True
 
     def close(self) -> None:
