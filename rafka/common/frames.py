@@ -9,6 +9,11 @@ handler then owns (writable, so offsets can be rewritten in place).
 It also gives writers flow control (`drain`) and lets the owner stop reading while too
 much work is queued (`pause_reading` / `resume_reading` on the transport).
 
+Small frames would cost two reads each (the header, then the body), and a turn of the event
+loop per read. So, without a gate, the header is read into a staging buffer together with
+whatever follows it: every frame that arrived whole in it is handed on from there, and only
+a body that did not fit is read on into its own buffer (what arrived of it is copied there).
+
 With a `ReadGate` (the Kafka listener's), body bytes are read only as the gate grants them,
 and a body is allocated whole only when the gate grants it whole; otherwise its buffer grows
 with the bytes that arrive, so a length prefix alone costs no memory.
@@ -19,6 +24,7 @@ import asyncio
 from typing import Callable, Protocol
 
 GROW_BYTES = 64 * 1024  # the smallest step of a body buffer that grows as bytes arrive
+STAGE_BYTES = 64 * 1024  # read at once while no body is being read (ungated protocols)
 
 
 class FrameError(Exception):
@@ -56,6 +62,9 @@ class FramedProtocol(asyncio.BufferedProtocol):
         self._got = 0
         self._length = 0     # of the body being read
         self._gate = gate
+        # Ungated: headers (and the frames after them) are read here; `_staged` bytes are in it.
+        self._stage = bytearray(max(STAGE_BYTES, head_size)) if gate is None else None
+        self._staged = 0
         self._allowed = 0    # body bytes the gate has granted
         self.bytes_read = 0  # everything read so far (idle connections are found by it)
         self.transport: asyncio.Transport | None = None
@@ -72,6 +81,8 @@ class FramedProtocol(asyncio.BufferedProtocol):
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._body is None:
+            if self._stage is not None:
+                return memoryview(self._stage)[self._staged:]
             return memoryview(self._head)[self._got:]
         if self._gate is None:
             return memoryview(self._body)[self._got:]
@@ -95,9 +106,13 @@ class FramedProtocol(asyncio.BufferedProtocol):
         body += bytes(size - len(body))
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._got += nbytes
         self.bytes_read += nbytes
-        if self._body is None:
+        if self._body is None and self._stage is not None:
+            self._staged += nbytes
+            self._take_staged()
+            return
+        self._got += nbytes
+        if self._body is None:   # (gated: the header is read on its own)
             if self._got < len(self._head):
                 return
             try:
@@ -107,14 +122,7 @@ class FramedProtocol(asyncio.BufferedProtocol):
                 self.transport.close()
                 return
             self._length = length
-            if self._gate is not None:
-                self._body, self._allowed = bytearray(), 0
-            elif self._scratch is None:
-                self._body = bytearray(length)
-            else:
-                if len(self._scratch) < length:
-                    self._scratch = bytearray(max(length, 2 * len(self._scratch)))
-                self._body = memoryview(self._scratch)[:length]
+            self._body, self._allowed = bytearray(), 0
             self._got = 0
             if length:
                 return
@@ -123,6 +131,48 @@ class FramedProtocol(asyncio.BufferedProtocol):
         head, body = bytes(self._head), self._body
         self._body, self._got = None, 0
         self.on_frame(head, body)
+
+    def _take_staged(self) -> None:
+        """Hand on every whole frame in the staging buffer; a frame whose body has not all
+        arrived gets its own buffer with what did, and reading goes on into it."""
+        stage, head_size = self._stage, len(self._head)
+        view = memoryview(stage)
+        at, end = 0, self._staged
+        try:
+            while end - at >= head_size and self.transport is not None and not self.transport.is_closing():
+                head = bytes(view[at:at + head_size])
+                try:
+                    length = self._body_length(head)
+                except FrameError as e:
+                    self.on_refused(e)
+                    self.transport.close()
+                    return
+                body_at = at + head_size
+                if end - body_at >= length:   # the whole frame is here
+                    at = body_at + length
+                    self.on_frame(head, view[body_at:at] if self._scratch is not None else bytearray(view[body_at:at]))
+                    continue
+                self._head[:] = head
+                self._length = length
+                self._body = self._new_body(length)
+                self._got = end - body_at
+                self._body[:self._got] = view[body_at:end]
+                at = end
+                break
+            rest = end - at
+            if rest and at:
+                stage[:rest] = view[at:end]   # (a header cut short: its start moves to the front)
+            self._staged = rest
+        finally:
+            view.release()
+
+    def _new_body(self, length: int) -> bytearray | memoryview:
+        """A buffer for a body of `length` bytes: its own, or the shared one (`reuse_buffer`)."""
+        if self._scratch is None:
+            return bytearray(length)
+        if len(self._scratch) < length:
+            self._scratch = bytearray(max(length, 2 * len(self._scratch)))
+        return memoryview(self._scratch)[:length]
 
     def eof_received(self) -> bool:
         return False  # close the transport
