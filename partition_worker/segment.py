@@ -37,6 +37,8 @@ _SCAN_CHUNK = 1 << 20  # bytes read per pread while recovering (every byte is ch
 # Bytes read per pread while walking headers only: enough for many small batches at once, while
 # a big batch costs one small read of its header rather than a copy of its records.
 _HEADER_CHUNK = 32 << 10
+# Batches appended last whose positions a segment keeps (see `LogSegment._recent`).
+RECENT_BATCHES = 64
 
 
 def segment_name(base_offset: int) -> str:
@@ -126,6 +128,10 @@ class LogSegment:
         self.flushed_index_bytes = (0, 0)  # fsynced lengths of the .index and .timeindex
         self.recovered_bytes: int | None = None
         self._bytes_since_last_index_entry = 0
+        # Where the batches appended last start (base offset -> position): a consumer at the
+        # end of the log reads from one of them, and finding it through the sparse index meant
+        # walking up to index.interval.bytes of headers first (~24 at 170-byte batches).
+        self._recent: dict[int, int] = {}
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
@@ -264,7 +270,9 @@ class LogSegment:
         first such batch, however big (Kafka's rule, so a fetch never stalls on a large batch).
         Returns (regions, offset after the last returned batch or `start_offset`, bytes).
         """
-        _, position = self.index.lookup(start_offset)
+        position = self._recent.get(start_offset)
+        if position is None:
+            _, position = self.index.lookup(start_offset)
         regions: list[FileRegion] = []
         total = 0
         next_offset = start_offset
@@ -320,6 +328,7 @@ class LogSegment:
             if len(self.time_index) and self.time_index.last_entry[1] >= self.next_offset:
                 self.time_index.truncate_to(self.next_offset)
             os.ftruncate(fd, start)  # frees blocks, so it works on a full disk
+            self._recent.clear()
             raise
         self.size = start + len(data)
 
@@ -332,6 +341,9 @@ class LogSegment:
             self._bytes_since_last_index_entry = 0
         self._bytes_since_last_index_entry += h.size
         self.next_offset = h.next_offset
+        self._recent[h.base_offset] = position
+        if len(self._recent) > RECENT_BATCHES:
+            del self._recent[next(iter(self._recent))]   # the oldest
 
     def seal(self) -> None:
         """This segment stops being active (on roll and close; Kafka's onBecomeInactiveSegment).
@@ -400,6 +412,7 @@ class LogSegment:
         file_size = os.fstat(fd).st_size
         self.index.reset()
         self.time_index.reset()
+        self._recent.clear()
         self.size = 0
         self.next_offset = self.base_offset
         self.max_timestamp = -1
@@ -463,6 +476,7 @@ class LogSegment:
         if h is None:
             return 0
         removed = self.size - h.position
+        self._recent.clear()
         os.ftruncate(self._writer(), h.position)
         self.size = h.position
         # Entries are keyed by the last offset of a batch (offset index) or of the batch holding

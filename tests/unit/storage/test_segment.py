@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from rafka.partition_worker.record_batch import Record, encode_batch, parse_header
-from rafka.partition_worker.segment import FileRegion, LogSegment
+from rafka.partition_worker.segment import RECENT_BATCHES, FileRegion, LogSegment
 
 
 def _append(seg: LogSegment, n: int, ts: int) -> None:
@@ -42,3 +42,25 @@ def test_recover_returns_cut_bytes_and_truncate_to_drops_whole_batches(tmp_path)
     assert seg.next_offset == 6 and seg.max_timestamp == 1012
     assert all(off < 6 for off, _ in seg.index.entries())
     assert all(off < 6 for _, off in seg.time_index.entries())
+
+
+def test_a_read_at_a_batch_appended_lately_starts_there_and_truncation_forgets_it(tmp_path):
+    """A consumer at the end of the log reads the batch just appended: its position is known
+    without walking headers from the sparse index; after a truncation (and a new batch at the
+    same offsets, another size) the read finds the new one."""
+    seg = LogSegment.create(tmp_path, 0, index_interval_bytes=10**6)   # one index entry at most
+    for i in range(RECENT_BATCHES + 5):
+        _append(seg, 1, 1000 + i)
+    size = seg.size // (RECENT_BATCHES + 5)
+    last = seg.next_offset - 1
+    walked = []
+    walk = seg.iter_headers
+    seg.iter_headers = lambda start=0, end=None: (walked.append(h) or h for h in walk(start, end))
+    assert seg.read_regions(last, 10**6) == [FileRegion(str(seg.log_path), last * size, size, seg.inode)]
+    assert len(walked) == 1                          # the batch itself, not the headers before it
+    assert seg.read_regions(2, size)[0].position == 2 * size   # older than the recent ones: found by a walk
+    assert len(walked) > 3
+    seg.truncate_to(last)
+    data = bytearray(encode_batch([Record(last + i, 2000, None, b"y" * 50) for i in range(2)], base_offset=last))
+    seg.append(data, [parse_header(data, 0)])
+    assert seg.read_regions(last, 10**6) == [FileRegion(str(seg.log_path), last * size, len(data), seg.inode)]
