@@ -3,9 +3,14 @@ through the event loop, and always after the bytes the transport still holds."""
 import asyncio
 import os
 import socket
+import struct
 import threading
 
-from rafka.net.server import _sendfile
+import pytest
+
+from rafka.net.handlers import FileRecords
+from rafka.net.server import INLINE_REGION_BYTES, CloseConnection, _sendfile, response_writes
+from rafka.partition_worker.messages import Region
 
 
 def test_regions_follow_buffered_bytes_in_order_through_a_slow_reader(tmp_path):
@@ -44,3 +49,26 @@ def test_regions_follow_buffered_bytes_in_order_through_a_slow_reader(tmp_path):
     asyncio.run(main())
     assert len(received) == len(expected)
     assert received == expected
+
+
+def test_a_response_goes_out_in_one_write_around_its_small_regions_and_sendfile_for_big_ones(tmp_path):
+    """A consumer at the end of a log gets a record per response: its frame is one write (each
+    write wakes the client); only a region over INLINE_REGION_BYTES goes by sendfile."""
+    data = os.urandom(3 * INLINE_REGION_BYTES)
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    small, big = Region(str(path), 10, 170), Region(str(path), 100, INLINE_REGION_BYTES + 1)
+    with open(path, "rb") as f:
+        (frame,) = response_writes([b"head", FileRecords((small,)), b"tail"], [f])
+        assert frame == struct.pack(">i", 4 + 170 + 4) + b"head" + data[10:180] + b"tail"
+        before, sent = response_writes([b"head", FileRecords((small, big))], [f, f])
+    assert before == struct.pack(">i", 4 + 170 + INLINE_REGION_BYTES + 1) + b"head" + data[10:180]
+    assert sent == (f, 100, INLINE_REGION_BYTES + 1)
+
+
+def test_a_region_cut_short_closes_the_connection_rather_than_send_a_short_frame(tmp_path):
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"x" * 100)
+    with open(path, "rb") as f:
+        with pytest.raises(CloseConnection):
+            list(response_writes([FileRecords((Region(str(path), 50, 80),))], [f]))
