@@ -30,7 +30,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, replace
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable
 
 from rafka.common.errors import ErrorCode
 from rafka.common.frames import FramedProtocol
@@ -39,8 +39,9 @@ from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, F
                                              ProduceResult, Region)
 from rafka.partition_worker.segment_reader import iter_headers
 
-T = TypeVar("T")
-_LOST_READ = FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)   # a read whose replica connection was lost
+# the answers of requests whose replica connection was lost
+_LOST_READ = FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+_LOST_APPEND = ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, error_message="replica data connection lost")
 log = logging.getLogger(__name__)
 
 # A window older than this is not used: the high watermark and log start it reports would be stale.
@@ -76,22 +77,22 @@ class ReplicaChannel:
         self.actor = actor
         self.socket_path = socket_path
         self._ids = itertools.count(1)
-        # request id -> (its answer, how to decode it, the answer if the connection is lost
-        # first: None raises ConnectionError)
+        # request id -> (its answer, how to decode it, the answer if the connection is lost first)
         self._pending: dict[int, tuple[asyncio.Future, Callable[[memoryview], Any], Any]] = {}
         self._outbox: list[list] = []
         self._protocol: FramedProtocol | None = None
         self._sender: asyncio.Task | None = None
         self._windows: dict[int, _Window] = {}
 
-    def _submit(self, parts: list, decode: Callable[[memoryview], Any]) -> asyncio.Future:
-        """Queue one request (in call order) and return the future of its answer."""
-        return self._submit_numbered(parts, decode)[1]
+    def _submit(self, parts: list, decode: Callable[[memoryview], Any], if_lost: Any) -> asyncio.Future:
+        """Queue one request (in call order) and return the future of its answer; `if_lost`
+        answers it if the connection to the replica is lost first (its process gone: the
+        client refreshes its metadata and retries)."""
+        return self._submit_numbered(parts, decode, if_lost)[1]
 
     def _submit_numbered(self, parts: list, decode: Callable[[memoryview], Any],
-                         if_lost: Any = None) -> tuple[int, asyncio.Future]:
-        """`_submit`, with the request's id (to release it if it parks); `if_lost` answers it
-        if the connection is lost first (None: the future raises ConnectionError)."""
+                         if_lost: Any) -> tuple[int, asyncio.Future]:
+        """`_submit`, with the request's id (to release it if it parks)."""
         request_id = (next(self._ids) & 0xFFFFFFFF) or (next(self._ids) & 0xFFFFFFFF)   # 0 is no request
         future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (future, decode, if_lost)
@@ -150,25 +151,14 @@ class ReplicaChannel:
     def _fail_pending(self) -> None:
         pending, self._pending = self._pending, {}
         for future, _, if_lost in pending.values():
-            if future.done():
-                continue
-            if if_lost is None:
-                future.set_exception(ConnectionError("replica data connection lost"))
-            else:
+            if not future.done():
                 future.set_result(if_lost)
 
     def append(self, records: Any, acks: int, timeout_ms: int = 0) -> Awaitable[ProduceResult]:
         """Queue an append now; await the result (with acks=all, once the followers have it or
         `timeout_ms` passed). A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return self._append_result(self._submit(dc.encode_append([records], acks, timeout_ms),
-                                                dc.decode_produce_results))
-
-    @staticmethod
-    async def _append_result(future: asyncio.Future) -> ProduceResult:
-        try:
-            return (await future)[0]
-        except (ConnectionError, OSError) as e:  # the client refreshes its metadata and retries
-            return ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER, error_message=str(e))
+        return self._submit(dc.encode_append([records], acks, timeout_ms),
+                            _decode_append, _LOST_APPEND)
 
     def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> Awaitable[FetchResult]:
         """Whole batches from `fetch_offset` up to `max_bytes`; with `max_wait_ms`, an empty
@@ -216,10 +206,8 @@ class ReplicaChannel:
     async def follower_append(self, records: Any, leader_high_watermark: int,
                               leader_log_start_offset: int) -> FollowerAppendResult:
         """Hand a local follower replica the batches its leader answered a fetch with."""
-        return await _unless_lost(self._submit(dc.encode_follower_append(records, leader_high_watermark,
-                                                                         leader_log_start_offset),
-                                               dc.decode_follower_result),
-                                  FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+        return await self._submit(dc.encode_follower_append(records, leader_high_watermark, leader_log_start_offset),
+                                  dc.decode_follower_result, FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
     def _read_answer(self, body: memoryview) -> FetchResult:
         """A consumer's read answered: open the window after its data."""
@@ -277,13 +265,13 @@ class ReplicaChannel:
     def list_offset(self, timestamp: int) -> Awaitable[OffsetLookup]:
         """Queue a ListOffsets lookup now, behind the appends already queued (see
         `encode_list_offset`). A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return _unless_lost(self._submit([dc.encode_list_offset(timestamp)], dc.decode_offset_lookup),
+        return self._submit([dc.encode_list_offset(timestamp)], dc.decode_offset_lookup,
                             OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
     def delete_records(self, offset: int) -> Awaitable[DeleteRecordsResult]:
         """Queue a DeleteRecords now, in order with the requests around it (see
         `encode_delete_records`). A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return _unless_lost(self._submit([dc.encode_delete_records(offset)], dc.decode_deleted),
+        return self._submit([dc.encode_delete_records(offset)], dc.decode_deleted,
                             DeleteRecordsResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
     async def drain(self, timeout_s: float) -> bool:
@@ -305,13 +293,8 @@ class ReplicaChannel:
             self._protocol.transport.close()
 
 
-async def _unless_lost(future: asyncio.Future, if_lost: T) -> T:
-    """The answer of a request on the data socket, or `if_lost` when the connection to the
-    replica is lost first (its process gone: the client refreshes its metadata and retries)."""
-    try:
-        return await future
-    except (ConnectionError, OSError):
-        return if_lost
+def _decode_append(body: memoryview) -> ProduceResult:
+    return dc.decode_produce_results(body)[0]
 
 
 @dataclass(frozen=True)
