@@ -12,6 +12,7 @@ import logging
 import os
 from typing import Any, AsyncIterator
 
+from rafka.common.collector import freeze_startup_objects
 from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
@@ -86,6 +87,7 @@ class Frontend:
         self.groups.start()
         port = await self._server.start()
         self._log.info("serving Kafka clients on port %d", port)
+        freeze_startup_objects()
         return port
 
     async def stop(self) -> None:
