@@ -36,6 +36,9 @@ class LogMaintenance:
         # First dirty offset per partition; persisted as cleaner-offset-checkpoint.
         self._cleaner_checkpoints: dict[TopicPartition, int] = {}
         self._cleaner = CleanerManager()
+        # One checkpoint write at a time: each writes `<file>.tmp` and renames it, and two in
+        # their threads at once renamed each other's file away (ENOENT: the dir taken offline).
+        self._writing = asyncio.Lock()
 
     # -- replicas coming and going ---------------------------------------------------
     def place(self, tp: TopicPartition, log_dir: str) -> PartitionCheckpoint:
@@ -79,18 +82,20 @@ class LogMaintenance:
                                 log_start_offsets: bool = True, cleaner_offsets: bool = True,
                                 ask_replicas: bool = True, skip_dirs: Collection[str] = ()) -> dict[str, str]:
         """Collect the replicas' current values (unless they were just taken) and rewrite the files
-        of every log dir but `skip_dirs` (failed ones). Returns the dirs whose write failed, with why."""
+        of every log dir but `skip_dirs` (failed ones), one write at a time (a write that waits
+        for another takes its values when its turn comes). Returns the dirs whose write failed, with why."""
         if ask_replicas:
             tps = list(replicas)
             statuses = await asyncio.gather(*[replicas[tp].status.remote() for tp in tps], return_exceptions=True)
             self.take_statuses(tps, statuses)
-        for tp, offset in self._cleaner_checkpoints.items():
-            self._checkpoints.update(tp, cleaner_offset=offset)
-        snapshot = self._checkpoints.snapshot(frozenset(skip_dirs))   # (here: the tables change on this loop)
-        failed, gone = await asyncio.to_thread(BrokerCheckpoints.write_snapshot, snapshot,
-                                               recovery_points=recovery_points, log_start_offsets=log_start_offsets,
-                                               cleaner_offsets=cleaner_offsets)
-        self._checkpoints.prune(gone)
+        async with self._writing:
+            for tp, offset in self._cleaner_checkpoints.items():
+                self._checkpoints.update(tp, cleaner_offset=offset)
+            snapshot = self._checkpoints.snapshot(frozenset(skip_dirs))   # (here: the tables change on this loop)
+            failed, gone = await asyncio.to_thread(BrokerCheckpoints.write_snapshot, snapshot,
+                                                   recovery_points=recovery_points,
+                                                   log_start_offsets=log_start_offsets, cleaner_offsets=cleaner_offsets)
+            self._checkpoints.prune(gone)
         return failed
 
     # -- the log cleaner -------------------------------------------------------------
