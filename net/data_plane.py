@@ -83,6 +83,10 @@ class ReplicaChannel:
         self._protocol: FramedProtocol | None = None
         self._sender: asyncio.Task | None = None
         self._windows: dict[int, _Window] = {}
+        # A consumer's read still parked when its fetch was answered, left for that consumer's
+        # next fetch (`set_aside`), and what the last consumer's read reported of the log.
+        self._aside: PendingRead | None = None
+        self._high_watermark, self._log_start_offset = -1, -1
 
     def _submit(self, parts: list, decode: Callable[[memoryview], Any], if_lost: Any) -> asyncio.Future:
         """Queue one request (in call order) and return the future of its answer; `if_lost`
@@ -167,6 +171,9 @@ class ReplicaChannel:
 
     def start_read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> "PendingRead":
         """`read`, as a `PendingRead` whose wait can be ended early."""
+        aside = self._take_aside(fetch_offset, max_bytes)
+        if aside is not None:
+            return aside
         window = self._windows.pop(fetch_offset, None)
         if window is not None:
             result = self._read_window(window, fetch_offset, max_bytes)
@@ -177,7 +184,35 @@ class ReplicaChannel:
         # (no task per read: the answer is decoded, and the window opened, as it arrives)
         request_id, future = self._submit_numbered([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)],
                                                    self._read_answer, _LOST_READ)
-        return PendingRead(future, self, request_id)
+        return PendingRead(future, self, request_id, fetch_offset, max_bytes)
+
+    def set_aside(self, read: "PendingRead") -> FetchResult | None:
+        """Leave `read`, a consumer's read parked at the end of the log when its fetch is
+        answered, parked for the next fetch at its offset (one per channel: a consumer at the
+        end of a partition fetches there again at once). Its fetch answers the partition with
+        no data and the high watermark the read waits at. Releasing it instead costs a message
+        each way now and a new read at the next fetch. None (release it) unless the last answer
+        reported a high watermark at its offset: one beyond says the read holds data, and with
+        none known the answer's high watermark would be a guess (a consumer that stops at the
+        end, `kcat -e` say, would take it for the end)."""
+        if read.fetch_offset != self._high_watermark:
+            return None
+        old, self._aside = self._aside, read
+        if old is not None:
+            old.release()
+        return FetchResult(ErrorCode.NONE, read.fetch_offset, read.fetch_offset, self._log_start_offset)
+
+    def _take_aside(self, fetch_offset: int, max_bytes: int) -> "PendingRead | None":
+        """The read set aside, if it reads `fetch_offset` within `max_bytes` and still waits or
+        holds data; else it is released (or was answered empty: its wait at the replica ran out)."""
+        aside, self._aside = self._aside, None
+        if aside is None:
+            return None
+        if aside.fetch_offset == fetch_offset and aside.max_bytes <= max_bytes and (
+                not aside.answer.done() or aside.answer.result().regions):
+            return replace(aside, reused=True)
+        aside.release()
+        return None
 
     def read_log_end(self, fetch_offset: int, max_bytes: int) -> Awaitable[FetchResult]:
         """Whole batches from `fetch_offset` up to the leader's log end rather than its high
@@ -212,6 +247,8 @@ class ReplicaChannel:
     def _read_answer(self, body: memoryview) -> FetchResult:
         """A consumer's read answered: open the window after its data."""
         result = dc.decode_fetch_result(body)
+        if result.error is ErrorCode.NONE:
+            self._high_watermark, self._log_start_offset = result.high_watermark, result.log_start_offset
         if result.regions and result.committed_end >= 0:
             last = result.regions[-1]
             self._open_window(result.next_offset, _Window(
@@ -305,10 +342,20 @@ class PendingRead:
     answer: asyncio.Future
     channel: ReplicaChannel
     request_id: int
+    fetch_offset: int = -1   # a consumer's read (-1: a follower's, never set aside)
+    max_bytes: int = 0
+    reused: bool = False     # set aside by an earlier fetch: its wait at the replica began then
 
     def release(self) -> None:
         if self.request_id and not self.answer.done():
             self.channel.release(self.request_id)
+
+    def set_aside(self) -> FetchResult | None:
+        """Leave it parked for the next fetch (see `ReplicaChannel.set_aside`): what its fetch
+        answers for the partition now, or None when it must be released."""
+        if self.fetch_offset < 0 or not self.request_id or self.answer.done():
+            return None
+        return self.channel.set_aside(self)
 
 
 ReadOn = Callable[[int, FetchResult], "PendingRead | None"]
@@ -324,10 +371,11 @@ async def await_fetch(reads: list[PendingRead], min_bytes: int, max_wait_ms: int
     While the fetch is short of `min_bytes`, a partition whose read came back with data reads
     on from where it ended (`read_on(index, what it has so far)`, None when it may not: its
     size limit is reached, or the read is a follower's, whose fetch offset is its log end), so
-    data that arrives on any partition counts. When the fetch completes, the reads still
-    parked are released: they answer at once with what their replica has, and none stays
-    parked behind the answer (a follower's stale read would otherwise note an old fetch
-    offset later, and a consumer's could evict a live consumer's window)."""
+    data that arrives on any partition counts. When the fetch completes, a consumer's read still
+    parked at the end of its log is set aside for the next fetch at that offset (`set_aside`:
+    its partition answers no data now); the other reads still parked are released: they answer
+    at once with what their replica has, and none stays parked behind the answer (a follower's
+    stale read would otherwise note an old fetch offset later)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_ms / 1000
     target = max(min_bytes, 1)
@@ -348,18 +396,27 @@ async def await_fetch(reads: list[PendingRead], min_bytes: int, max_wait_ms: int
             i = index_of.pop(f)
             result = f.result()
             merged[i] = result if merged[i] is None else _read_on_from(merged[i], result)
-            current[i] = None
+            finished, current[i] = current[i], None
             ready += result.size
             if result.error is not ErrorCode.NONE:
                 complete_now = True
-            elif ready < target and result.regions and read_on is not None:
+            elif ready < target and read_on is not None and (result.regions or finished.reused):
+                # (a reused read answers empty when its wait at the replica, begun by an earlier
+                # fetch, ran out: this fetch waits on, with a read of its own)
                 following = read_on(i, merged[i])
                 if following is not None:
                     current[i] = following
                     index_of[following.answer] = i
-    under_way = [(i, r) for i, r in enumerate(current) if r is not None]
-    for _, r in under_way:
-        r.release()
+    under_way = []
+    for i, r in enumerate(current):
+        if r is None:
+            continue
+        aside = r.set_aside()
+        if aside is None:
+            r.release()
+            under_way.append((i, r))
+        elif merged[i] is None:
+            merged[i] = aside
     for i, r in under_way:
         result = await r.answer
         merged[i] = result if merged[i] is None else _read_on_from(merged[i], result)

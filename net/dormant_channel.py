@@ -40,6 +40,8 @@ class DormantRead:
     """A read of a dormant partition (the `PendingRead` of `data_plane.py`): its answer, and
     `release()` to answer now with what there is."""
 
+    reused = False
+
     def __init__(self, answer: asyncio.Future, release: Callable[[], None] | None = None) -> None:
         self.answer = answer
         self._release = release
@@ -47,6 +49,10 @@ class DormantRead:
     def release(self) -> None:
         if self._release is not None and not self.answer.done():
             self._release()
+
+    def set_aside(self) -> None:
+        """Never left for a next fetch: its wait is the front end's own (see `PendingRead`)."""
+        return None
 
 
 class DormantChannel:
@@ -276,11 +282,16 @@ class DormantChannel:
 class _Started:
     """An awaitable answer in `PendingRead`'s shape (for calls that cannot be released)."""
 
+    reused = False
+
     def __init__(self, answer: Awaitable) -> None:
         self.answer = asyncio.ensure_future(answer)
 
     def release(self) -> None:
         pass
+
+    def set_aside(self) -> None:
+        return None
 
 
 def _done(value: Any) -> asyncio.Future:

@@ -495,8 +495,8 @@ class RequestDispatcher:
 
 def _reading_on(partitions: list[tuple[dict, Any]], max_wait_ms: int) -> Callable[[int, FetchResult], PendingRead | None]:
     """How a consumer's fetch short of min_bytes reads on in partition `i` (its request entry
-    and channel), from where its data so far ends, within its partition_max_bytes and what is
-    left of max_wait_ms."""
+    and channel), from where its data so far ends (its fetch offset while it has none), within
+    its partition_max_bytes and what is left of max_wait_ms."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_ms / 1000
 
@@ -504,8 +504,8 @@ def _reading_on(partitions: list[tuple[dict, Any]], max_wait_ms: int) -> Callabl
         p, channel = partitions[i]
         room = p["partition_max_bytes"] - so_far.size
         wait_ms = int((deadline - loop.time()) * 1000)
-        if room <= 0 or wait_ms <= 0 or so_far.next_offset < 0:
+        if room <= 0 or wait_ms <= 0:
             return None
-        return channel.start_read(so_far.next_offset, room, wait_ms)
+        return channel.start_read(so_far.next_offset if so_far.regions else p["fetch_offset"], room, wait_ms)
     return read_on
 

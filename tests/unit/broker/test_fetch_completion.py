@@ -131,3 +131,70 @@ def test_a_consumer_fetch_short_of_min_bytes_answers_what_it_has_at_max_wait(sho
             await_fetch([channels[0].start_read(0, 1 << 20, 200)], 2 * BATCH_BYTES, 200, read_on=read_on), PROMPTLY_S)
         assert answer.size == BATCH_BYTES and answer.next_offset == 3
     run_with_leaders(short_dir, scenario, partitions=1)
+
+
+async def read_to_the_end(channels) -> None:
+    """One batch (offsets 0-2) in each partition, read: each channel has seen the high watermark 3."""
+    for channel in channels:
+        await append_soon(channel)
+        assert (await channel.read(0, 1 << 20)).high_watermark == 3
+
+
+def test_a_consumer_read_parked_at_the_end_is_left_for_the_next_fetch_at_its_offset(short_dir):
+    """A consumer at the end of two partitions: data on one answers the fetch; the other's
+    read stays parked (its partition answers no data at the high watermark) and the next fetch
+    at that offset takes it over, answered by the next append there."""
+    async def scenario(replicas, channels):
+        await read_to_the_end(channels)
+        reads = [c.start_read(3, 1 << 20, LONG_WAIT_MS) for c in channels]
+        writer = asyncio.ensure_future(append_soon(channels[1]))
+        idle, busy = await asyncio.wait_for(await_fetch(reads, 1, LONG_WAIT_MS), PROMPTLY_S)
+        await writer
+        assert (idle.error, idle.regions, idle.high_watermark) == (ErrorCode.NONE, (), 3)
+        assert busy.size == BATCH_BYTES and not reads[0].answer.done()
+        again = channels[0].start_read(3, 1 << 20, LONG_WAIT_MS)
+        assert again.answer is reads[0].answer and again.reused
+        writer = asyncio.ensure_future(append_soon(channels[0]))
+        (answer,) = await asyncio.wait_for(await_fetch([again], 1, LONG_WAIT_MS), PROMPTLY_S)
+        await writer
+        assert answer.size == BATCH_BYTES and answer.next_offset == 6
+    run_with_leaders(short_dir, scenario)
+
+
+def test_a_read_left_parked_is_released_when_the_next_fetch_reads_elsewhere(short_dir):
+    async def scenario(replicas, channels):
+        await read_to_the_end(channels)
+        reads = [c.start_read(3, 1 << 20, LONG_WAIT_MS) for c in channels]
+        writer = asyncio.ensure_future(append_soon(channels[1]))
+        await asyncio.wait_for(await_fetch(reads, 1, LONG_WAIT_MS), PROMPTLY_S)
+        await writer
+        assert not reads[0].answer.done()
+        elsewhere = channels[0].start_read(0, 1 << 20, LONG_WAIT_MS)   # a consumer that seeks back
+        assert elsewhere.answer is not reads[0].answer
+        released = await asyncio.wait_for(reads[0].answer, PROMPTLY_S)
+        assert (released.error, released.regions) == (ErrorCode.NONE, ())
+        assert (await asyncio.wait_for(elsewhere.answer, PROMPTLY_S)).size == BATCH_BYTES
+    run_with_leaders(short_dir, scenario)
+
+
+def test_a_reused_read_whose_wait_ran_out_is_followed_by_a_read_of_the_fetch_itself(short_dir):
+    """The read left parked waits as long as the fetch that started it asked (100 ms); the next
+    fetch waits longer: when the old wait runs out, it waits on with a read of its own, and
+    data that arrives after still answers it before its own max wait."""
+    async def scenario(replicas, channels):
+        await read_to_the_end(channels)
+        reads = [c.start_read(3, 1 << 20, 100) for c in channels]
+        writer = asyncio.ensure_future(append_soon(channels[1]))
+        await asyncio.wait_for(await_fetch(reads, 1, 100), PROMPTLY_S)
+        await writer
+        read_on = _reading_on([({"fetch_offset": 3, "partition_max_bytes": 1 << 20}, channels[0])], LONG_WAIT_MS)
+        again = channels[0].start_read(3, 1 << 20, LONG_WAIT_MS)
+        assert again.reused
+        fetch = asyncio.ensure_future(await_fetch([again], 1, LONG_WAIT_MS, read_on=read_on))
+        await asyncio.wait_for(again.answer, PROMPTLY_S)             # its 100 ms ran out
+        await asyncio.sleep(0.05)
+        assert not fetch.done()
+        await append_soon(channels[0])
+        (answer,) = await asyncio.wait_for(fetch, PROMPTLY_S)
+        assert answer.size == BATCH_BYTES and answer.next_offset == 6
+    run_with_leaders(short_dir, scenario)
