@@ -56,7 +56,9 @@ def test_a_leader_that_loses_its_zookeeper_session_steps_down_and_rejoins(rafka_
                            timeout_s=60, message="every replica in the ISR")
         leader = state["leader_id"]
         other = next(b for b in addresses if b != leader)
-        assert produce_acks_all(addresses[leader], b"before") == 0
+        # (the followers' first fetches may still be on their way: a write that times out is retried, as a client would)
+        wait_until(lambda: produce_acks_all(addresses[leader], b"before") == 0, timeout_s=60,
+                   message="an acks=all write acknowledged by the first leader")
 
         expire_session(cluster, leader)
         moved = wait_until(lambda: (p := partition(addresses[other])) and p["leader_id"] not in (-1, leader) and p,
@@ -64,7 +66,8 @@ def test_a_leader_that_loses_its_zookeeper_session_steps_down_and_rejoins(rafka_
         assert moved["leader_epoch"] > state["leader_epoch"]
         # Whatever the cut-off broker believes now, it cannot acknowledge an acks=all write.
         assert produce_acks_all(addresses[leader], b"to-the-old-leader") != 0
-        assert produce_acks_all(addresses[moved["leader_id"]], b"to-the-new-leader") == 0
+        wait_until(lambda: produce_acks_all(addresses[moved["leader_id"]], b"to-the-new-leader") == 0, timeout_s=60,
+                   message="an acks=all write acknowledged by the new leader")
 
         back = wait_until(lambda: (p := partition(addresses[other])) and sorted(p["isr_nodes"]) == [0, 1, 2] and p,
                           timeout_s=60, message="the cut-off broker back in the ISR")
