@@ -63,7 +63,9 @@ def run_kafka_python(args: argparse.Namespace, stop: Stop) -> None:
     consumer.subscribe([args.topic], listener=Listener())
     while not stop.requested:
         try:
-            polled = consumer.poll(timeout_ms=200)
+            # (kafka-python 3.0 drops a SyncGroup answer that comes after its poll's timeout and
+            # joins again: a timeout longer than a join lets a rebalance finish within one poll)
+            polled = consumer.poll(timeout_ms=2000)
             batch = [[m.partition, m.offset, m.value.decode()] for msgs in polled.values() for m in msgs]
             if batch:
                 emit("records", records=batch)
