@@ -22,7 +22,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from rafka.common.collector import freeze_startup_objects
 from rafka.common.config import LONG_MAX, LogConfig
 from rafka.common.frames import FramedProtocol
 from rafka.common.errors import ErrorCode, KafkaError, KafkaStorageError, OffsetOutOfRangeError
@@ -72,7 +71,6 @@ class PartitionReplica:
         self._closed = asyncio.Event()
         if tp is not None:
             self._open(tp, log_dir, config, socket_path, checkpoint, topic_id)
-        freeze_startup_objects()
 
     async def open(self, tp: TopicPartition, log_dir: str, config: LogConfig, socket_path: str | None,
                    checkpoint: PartitionCheckpoint | None = None, topic_id: uuid.UUID | None = None) -> dict:
