@@ -209,7 +209,7 @@ class ReplicaChannel:
         if aside is None:
             return None
         if aside.fetch_offset == fetch_offset and aside.max_bytes <= max_bytes and (
-                not aside.answer.done() or aside.answer.result().regions):
+                not aside.answer.done() or (not aside.answer.cancelled() and aside.answer.result().regions)):
             return replace(aside, reused=True)
         aside.release()
         return None
