@@ -94,8 +94,17 @@ def test_compaction_keeps_latest_value_per_key_while_consumers_read(compaction_b
     produced = KEYS * ROUNDS
 
     # The cleaner compacts the non-active segments: a fresh reader sees far fewer records.
-    records = wait_until(lambda: (rs := read_all(bootstrap, "fresh")) and len(rs) < produced / 2 and rs,
-                         timeout_s=60, interval_s=0.3, message="the log was compacted")
+    tries: list[tuple[int, int | None]] = []   # (records read, last offset) per try, for the failure message
+
+    def compacted() -> list | None:
+        rs = read_all(bootstrap, "fresh")
+        tries.append((len(rs), rs[-1][0] if rs else None))
+        return rs if rs and len(rs) < produced / 2 else None
+
+    try:
+        records = wait_until(compacted, timeout_s=60, interval_s=0.3, message="the log was compacted")
+    except AssertionError as e:
+        raise AssertionError(f"{e}; a fresh reader's (records, last offset) per try: {tries}") from None
 
     offsets = [o for o, _, _ in records]
     assert offsets == sorted(set(offsets))
