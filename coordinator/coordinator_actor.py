@@ -58,7 +58,7 @@ from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.coordinator.broker.offline_report import REPORT_TIMEOUT_S, OfflineReplicaReport
 from rafka.coordinator.broker.reconciler import DEFAULT_MAX_PARALLEL_STARTS, ReplicaReconciler
 from rafka.coordinator.broker.replica_launcher import RayReplicaLauncher
-from rafka.coordinator.broker.replica_plan import changed_partitions, with_offline_replicas
+from rafka.coordinator.broker.replica_plan import LocalReplicas, changed_partitions, with_offline_replicas
 from rafka.coordinator.controller.controller import Controller
 from rafka.coordinator.group.group_coordinator import GroupSettings
 from rafka.coordinator.messages import PartitionsSpec, TopicResult, TopicSpec
@@ -112,6 +112,7 @@ class BrokerCoordinator:
         self._metadata_changed = asyncio.Event()
         self._publications = 0   # front-end metadata updates so far
         self._published_starting: set[TopicPartition] = set()   # led here, replica not started: requests wait
+        self._led_here_cache: tuple[ClusterMetadata | None, frozenset[TopicPartition]] = (None, frozenset())
         self._republishing: asyncio.Task | None = None
         self._published_replicas: tuple = ()   # `_local_replicas()` as the last publication saw them
         self._published_offline: set[TopicPartition] = set()
@@ -500,12 +501,13 @@ class BrokerCoordinator:
             return code
         if publish:
             await self._publish(metadata)
-        elif self._publications != publications or self._published_starting != self._starting(self._metadata):
+        elif (self._publications != publications
+              or self._published_starting != self._starting(self._metadata, self._reconciler.local_replicas())):
             await self._publish()
         else:   # the front end serves its new leaderships at once, before any metadata shows them
+            local = self._reconciler.local_replicas()
             await self._frontend.update_leaders.remote(
-                {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()},
-                self._reconciler.dormant_leaders())
+                {tp: (r.actor, r.socket) for tp, r in local.leaders.items()}, local.dormant_leaders)
         return ErrorCode.NONE
 
     def _leader_ready(self, tp: TopicPartition) -> None:
@@ -515,12 +517,12 @@ class BrokerCoordinator:
         if tp in self._published_starting:
             self._republish_if_stale()
 
-    def _local_replicas(self) -> tuple:
+    def _local_replicas(self, local: LocalReplicas | None = None) -> tuple:
         """What a publication tells the front end of this broker's replicas, to compare."""
-        r = self._reconciler
-        return ({tp: (x.socket, x.pid) for tp, x in r.leaders().items()},
-                {tp: (x.socket, x.pid) for tp, x in r.followers().items()},
-                r.dormant_leaders(), r.dormant_followers())
+        local = local or self._reconciler.local_replicas()
+        return ({tp: (x.socket, x.pid) for tp, x in local.leaders.items()},
+                {tp: (x.socket, x.pid) for tp, x in local.followers.items()},
+                local.dormant_leaders, local.dormant_followers)
 
     def _republish_if_stale(self) -> None:
         """Publish again (coalesced) while the front end's replicas differ from the broker's:
@@ -722,11 +724,18 @@ class BrokerCoordinator:
         self._metadata_changed.set()
         self._metadata_changed = asyncio.Event()
 
-    def _starting(self, metadata: ClusterMetadata) -> set[TopicPartition]:
+    def _starting(self, metadata: ClusterMetadata, local: LocalReplicas) -> set[TopicPartition]:
         """Partitions `metadata` says this broker leads whose replica neither runs nor failed."""
-        return ({TopicPartition(name, info.partition) for name, info in _partitions(metadata) if info.leader == self._id}
-                - set(self._reconciler.leaders()) - set(self._reconciler.dormant_leaders())
-                - {o.tp for o in self._reconciler.offline()})
+        return (self._led_here(metadata) - local.leaders.keys() - local.dormant_leaders.keys()
+                - {o.tp for o in local.offline})
+
+    def _led_here(self, metadata: ClusterMetadata) -> frozenset[TopicPartition]:
+        """The partitions `metadata` says this broker leads; kept for the newest metadata, as
+        every publication asks (one per wake or rest) and metadata changes far less often."""
+        if self._led_here_cache[0] is not metadata:
+            self._led_here_cache = (metadata, frozenset(
+                TopicPartition(name, info.partition) for name, info in _partitions(metadata) if info.leader == self._id))
+        return self._led_here_cache[1]
 
     async def _publish(self, metadata: ClusterMetadata | None = None, *, queued: bool = False) -> None:
         """Hand the front end `metadata` (None: the newest this broker has) with its local
@@ -739,11 +748,12 @@ class BrokerCoordinator:
             if queued:
                 self._next_publication = None   # from here on, a change needs the next one
             metadata = self._newest
-            offline = {o.tp for o in self._reconciler.offline()}
-            leaders = {tp: (r.actor, r.socket) for tp, r in self._reconciler.leaders().items()}
-            followers = {tp: (r.actor, r.socket) for tp, r in self._reconciler.followers().items()}
-            starting = self._starting(metadata)
-            snapshot = self._local_replicas()
+            local = self._reconciler.local_replicas()
+            offline = {o.tp for o in local.offline}
+            leaders = {tp: (r.actor, r.socket) for tp, r in local.leaders.items()}
+            followers = {tp: (r.actor, r.socket) for tp, r in local.followers.items()}
+            starting = self._starting(metadata, local)
+            snapshot = self._local_replicas(local)
             dormant_leaders, dormant_followers = snapshot[2], snapshot[3]
             if (metadata is self._metadata and starting == self._published_starting
                     and offline == self._published_offline and self._published_replicas):

@@ -394,32 +394,27 @@ class ReplicaReconciler:
                         exc_info=None if isinstance(error, KafkaError) else error)
 
     # -- what the broker reports -----------------------------------------------------
+    def local_replicas(self) -> rp.LocalReplicas:
+        """Every table below at once, in one pass (what a publication takes)."""
+        return rp.local_replicas(self.book, self.replicas, self.dormant, self._resting, self._broker_id,
+                                 self._clock_ms())
+
     def leaders(self) -> dict[TopicPartition, Any]:
         """Running replicas that lead their partition."""
-        return {tp: self.replicas[tp] for tp, e in self.book.items()
-                if tp in self.replicas and e.role is not None and e.role.leader == self._broker_id}
+        return self.local_replicas().leaders
+
+    def followers(self) -> dict[TopicPartition, Any]:
+        """Running replicas that follow a live leader on another broker (their fetcher's work)."""
+        return self.local_replicas().followers
 
     def dormant_leaders(self) -> dict[TopicPartition, ClosedLog | None]:
         """Dormant replicas that lead their partition: the front end serves them from their
         files. Those still closing are None (requests for them wait)."""
-        return {tp: closed for tp, closed in self._dormant_or_closing().items()
-                if self.book[tp].role.leader == self._broker_id}
+        return self.local_replicas().dormant_leaders
 
     def dormant_followers(self) -> dict[TopicPartition, ClosedLog | None]:
         """Dormant (or closing: None) replicas that follow a live leader on another broker."""
-        return {tp: closed for tp, closed in self._dormant_or_closing().items()
-                if self.book[tp].role.leader not in (-1, self._broker_id)}
-
-    def _dormant_or_closing(self) -> dict[TopicPartition, ClosedLog | None]:
-        both: dict[TopicPartition, ClosedLog | None] = {tp: None for tp in self._resting}
-        both.update(self.dormant)
-        return {tp: closed for tp, closed in both.items()
-                if (e := self.book.get(tp)) is not None and e.role is not None}
-
-    def followers(self) -> dict[TopicPartition, Any]:
-        """Running replicas that follow a live leader on another broker (their fetcher's work)."""
-        return {tp: self.replicas[tp] for tp, e in self.book.items()
-                if tp in self.replicas and e.role is not None and e.role.leader not in (-1, self._broker_id)}
+        return self.local_replicas().dormant_followers
 
     def offline(self) -> list[rp.OfflineReplica]:
         return rp.offline(self.book, self._clock_ms())

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, replace
-from typing import Mapping
+from typing import Any, Collection, Mapping
 
 from rafka.common.metadata import ClusterMetadata
 from rafka.common.types import TopicPartition
@@ -139,8 +139,48 @@ class OfflineReplica:
 
 
 def offline(book: Mapping[TopicPartition, ReplicaEntry], now_ms: float) -> list[OfflineReplica]:
+    """The failed replicas of `book`, by partition."""
     return [OfflineReplica(tp, e.error or "", e.failures, max(0.0, e.retry_at_ms - now_ms))
-            for tp, e in sorted(book.items()) if e.phase is Phase.FAILED]
+            for tp, e in sorted((tp, e) for tp, e in book.items() if e.phase is Phase.FAILED)]
+
+
+@dataclass(frozen=True)
+class LocalReplicas:
+    """A broker's replicas as its front end is told of them, by role: running leaders and
+    followers (the launcher's handles), dormant ones (their `ClosedLog`; None while still
+    closing) and the failed ones."""
+
+    leaders: dict[TopicPartition, Any]
+    followers: dict[TopicPartition, Any]
+    dormant_leaders: dict[TopicPartition, Any]
+    dormant_followers: dict[TopicPartition, Any]
+    offline: list[OfflineReplica]
+
+
+def local_replicas(book: Mapping[TopicPartition, ReplicaEntry], running: Mapping[TopicPartition, Any],
+                   dormant: Mapping[TopicPartition, Any], closing: Collection[TopicPartition],
+                   broker_id: int, now_ms: float) -> LocalReplicas:
+    """One pass over `book` (a broker publishes after every wake and rest, with 1,000s of
+    partitions: one pass, not one per table). A replica with no order yet, or whose partition
+    has no leader, is in neither role; one closing to rest is both running and dormant (None)."""
+    leaders: dict[TopicPartition, Any] = {}
+    followers: dict[TopicPartition, Any] = {}
+    dormant_leaders: dict[TopicPartition, Any] = {}
+    dormant_followers: dict[TopicPartition, Any] = {}
+    failed: dict[TopicPartition, ReplicaEntry] = {}
+    for tp, e in book.items():
+        if e.phase is Phase.FAILED:
+            failed[tp] = e
+        if e.role is None or e.role.leader == -1:
+            continue
+        live, rest = (leaders, dormant_leaders) if e.role.leader == broker_id else (followers, dormant_followers)
+        if (replica := running.get(tp)) is not None:
+            live[tp] = replica
+        if tp in dormant:
+            rest[tp] = dormant[tp]
+        elif tp in closing:
+            rest[tp] = None
+    return LocalReplicas(leaders, followers, dormant_leaders, dormant_followers, offline(failed, now_ms))
 
 
 def with_offline_replicas(metadata: ClusterMetadata, broker_id: int, offline_tps: set[TopicPartition]
@@ -173,7 +213,8 @@ def changed_partitions(before: tuple[Mapping, ...], after: tuple[Mapping, ...]) 
     """The partitions whose entry differs between two snapshots of a broker's replica tables
     (added, removed or changed in any of them): what a publication of wakes and rests sends."""
     return frozenset(tp for old, new in zip(before, after) for tp in old.keys() | new.keys()
-                     if old.get(tp, _ABSENT) != new.get(tp, _ABSENT))
+                     if (o := old.get(tp, _ABSENT)) is not (n := new.get(tp, _ABSENT)) and o != n)
+    # (`is` first: a dataclass's generated __eq__ compares every field even of the same object)
 
 
 _ABSENT = object()
