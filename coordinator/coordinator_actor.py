@@ -589,13 +589,16 @@ class BrokerCoordinator:
 
     async def _idlest(self, count: int, min_idle_ms: int) -> tuple[list[tuple[TopicPartition, int]], int]:
         """Up to `count` live replicas idle at least `min_idle_ms` (quiet ones only, as each replica
-        reports it), idlest first, as (partition, pid); and how many replicas run."""
-        replicas = dict(self._reconciler.replicas)
+        reports it), idlest first, as (partition, pid); and how many replicas run. Only those open
+        that long are asked (in a storm of wakes most were just woken, and every lend asks)."""
+        running = self._reconciler.replicas
+        live, opened_before = len(running), time.monotonic() - min_idle_ms / 1000
+        replicas = {tp: r for tp, r in running.items() if r.opened_at <= opened_before}
         idle = await asyncio.gather(*[asyncio.wait_for(r.actor.idle_for_ms.remote(), IDLENESS_TIMEOUT_S)
                                       for r in replicas.values()], return_exceptions=True)
         ranked = sorted(((ms, tp) for tp, ms in zip(replicas, idle)
                          if isinstance(ms, (int, float)) and ms >= min_idle_ms), key=lambda pair: -pair[0])
-        return [(tp, replicas[tp].pid) for _, tp in ranked[:count]], len(replicas)
+        return [(tp, replicas[tp].pid) for _, tp in ranked[:count]], live
 
     async def wake_replica(self, tp: TopicPartition) -> bool:
         """A request for a dormant replica needs its process (a produce, a follower behind):
@@ -726,8 +729,7 @@ class BrokerCoordinator:
 
     def _starting(self, metadata: ClusterMetadata, local: LocalReplicas) -> set[TopicPartition]:
         """Partitions `metadata` says this broker leads whose replica neither runs nor failed."""
-        return (self._led_here(metadata) - local.leaders.keys() - local.dormant_leaders.keys()
-                - {o.tp for o in local.offline})
+        return self._led_here(metadata) - local.leaders.keys() - local.dormant_leaders.keys() - local.offline
 
     def _led_here(self, metadata: ClusterMetadata) -> frozenset[TopicPartition]:
         """The partitions `metadata` says this broker leads; kept for the newest metadata, as
@@ -749,7 +751,7 @@ class BrokerCoordinator:
                 self._next_publication = None   # from here on, a change needs the next one
             metadata = self._newest
             local = self._reconciler.local_replicas()
-            offline = {o.tp for o in local.offline}
+            offline = set(local.offline)
             leaders = {tp: (r.actor, r.socket) for tp, r in local.leaders.items()}
             followers = {tp: (r.actor, r.socket) for tp, r in local.followers.items()}
             starting = self._starting(metadata, local)

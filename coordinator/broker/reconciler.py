@@ -36,6 +36,7 @@ from rafka.common.types import TopicPartition
 from rafka.coordinator.broker import replica_plan as rp
 from rafka.coordinator.broker.live_cap import LiveReplicaCap
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
+from rafka.coordinator.broker.tracked import ChangeCount, TrackedDict
 from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
 from rafka.partition_worker.closed_log import ClosedLog
 from rafka.partition_worker.replica_state import LeaderAndIsr
@@ -97,13 +98,16 @@ class ReplicaReconciler:
         self._on_leader_ready = on_leader_ready
         self._watches: dict[TopicPartition, asyncio.Task] = {}
         self._lock = asyncio.Lock()
-        self.book: dict[TopicPartition, rp.ReplicaEntry] = {}
-        self.replicas: dict[TopicPartition, Any] = {}   # running replicas (launcher's handles)
-        self.dormant: dict[TopicPartition, ClosedLog] = {}   # replicas without a process
+        # The tables below count their changes: `local_replicas()` is derived again only after one.
+        self._changes = ChangeCount()
+        self._local: tuple[int, rp.LocalReplicas | None] = (-1, None)
+        self.book: dict[TopicPartition, rp.ReplicaEntry] = TrackedDict(self._changes)
+        self.replicas: dict[TopicPartition, Any] = TrackedDict(self._changes)   # running replicas (launcher's handles)
+        self.dormant: dict[TopicPartition, ClosedLog] = TrackedDict(self._changes)   # replicas without a process
         self._dormancy = dormancy   # replica.dormant.after.ms >= 0: new partitions start dormant
         self._cap = cap             # replica.max.live.processes: wakes take turns under it
         self._waking: dict[TopicPartition, asyncio.Future] = {}
-        self._resting: dict[TopicPartition, asyncio.Future] = {}
+        self._resting: dict[TopicPartition, asyncio.Future] = TrackedDict(self._changes)
         self._rests = asyncio.Semaphore(max_parallel_starts)
         self._waiting_starts = 0   # starts waiting for their turn: a resting replica's process serves one
         self.controller_epoch = -1
@@ -395,9 +399,12 @@ class ReplicaReconciler:
 
     # -- what the broker reports -----------------------------------------------------
     def local_replicas(self) -> rp.LocalReplicas:
-        """Every table below at once, in one pass (what a publication takes)."""
-        return rp.local_replicas(self.book, self.replicas, self.dormant, self._resting, self._broker_id,
-                                 self._clock_ms())
+        """Every table below at once, in one pass (what a publication takes), derived again
+        only when the replica tables changed since the last time. Not to be modified."""
+        if self._local[0] != self._changes.value or self._local[1] is None:
+            self._local = (self._changes.value, rp.local_replicas(self.book, self.replicas, self.dormant,
+                                                                   self._resting, self._broker_id))
+        return self._local[1]
 
     def leaders(self) -> dict[TopicPartition, Any]:
         """Running replicas that lead their partition."""
@@ -421,5 +428,5 @@ class ReplicaReconciler:
 
     def retry_in_s(self) -> float | None:
         """Seconds until the next failed replica is due for a retry; None when none waits."""
-        due = rp.next_retry_ms(self.book)
+        due = rp.next_retry_ms({tp: self.book[tp] for tp in self.local_replicas().offline})
         return None if due is None else max(0.0, (due - self._clock_ms()) / 1000)

@@ -23,9 +23,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import shutil
+import time
 import uuid
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Collection
 
@@ -70,12 +71,14 @@ def _log_lending_failure(lending: asyncio.Future) -> None:
 
 @dataclass(frozen=True)
 class LaunchedReplica:
-    """A running replica: its actor handle, data socket, log dir and process id."""
+    """A running replica: its actor handle, data socket, log dir and process id, and when its
+    log was open (time.monotonic(); it has been idle at most since then)."""
 
     actor: Any
     socket: str
     log_dir: str
     pid: int
+    opened_at: float = field(default_factory=time.monotonic, compare=False)
 
 
 class RayReplicaLauncher:

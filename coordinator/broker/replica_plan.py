@@ -148,18 +148,18 @@ def offline(book: Mapping[TopicPartition, ReplicaEntry], now_ms: float) -> list[
 class LocalReplicas:
     """A broker's replicas as its front end is told of them, by role: running leaders and
     followers (the launcher's handles), dormant ones (their `ClosedLog`; None while still
-    closing) and the failed ones."""
+    closing) and the partitions whose replica failed (`offline` for the details)."""
 
     leaders: dict[TopicPartition, Any]
     followers: dict[TopicPartition, Any]
     dormant_leaders: dict[TopicPartition, Any]
     dormant_followers: dict[TopicPartition, Any]
-    offline: list[OfflineReplica]
+    offline: frozenset[TopicPartition]
 
 
 def local_replicas(book: Mapping[TopicPartition, ReplicaEntry], running: Mapping[TopicPartition, Any],
                    dormant: Mapping[TopicPartition, Any], closing: Collection[TopicPartition],
-                   broker_id: int, now_ms: float) -> LocalReplicas:
+                   broker_id: int) -> LocalReplicas:
     """One pass over `book` (a broker publishes after every wake and rest, with 1,000s of
     partitions: one pass, not one per table). A replica with no order yet, or whose partition
     has no leader, is in neither role; one closing to rest is both running and dormant (None)."""
@@ -167,10 +167,10 @@ def local_replicas(book: Mapping[TopicPartition, ReplicaEntry], running: Mapping
     followers: dict[TopicPartition, Any] = {}
     dormant_leaders: dict[TopicPartition, Any] = {}
     dormant_followers: dict[TopicPartition, Any] = {}
-    failed: dict[TopicPartition, ReplicaEntry] = {}
+    failed: list[TopicPartition] = []
     for tp, e in book.items():
         if e.phase is Phase.FAILED:
-            failed[tp] = e
+            failed.append(tp)
         if e.role is None or e.role.leader == -1:
             continue
         live, rest = (leaders, dormant_leaders) if e.role.leader == broker_id else (followers, dormant_followers)
@@ -180,7 +180,7 @@ def local_replicas(book: Mapping[TopicPartition, ReplicaEntry], running: Mapping
             rest[tp] = dormant[tp]
         elif tp in closing:
             rest[tp] = None
-    return LocalReplicas(leaders, followers, dormant_leaders, dormant_followers, offline(failed, now_ms))
+    return LocalReplicas(leaders, followers, dormant_leaders, dormant_followers, frozenset(failed))
 
 
 def with_offline_replicas(metadata: ClusterMetadata, broker_id: int, offline_tps: set[TopicPartition]
