@@ -401,7 +401,7 @@ class ReplicaReconciler:
     def local_replicas(self) -> rp.LocalReplicas:
         """Every table below at once, in one pass (what a publication takes), derived again
         only when the replica tables changed since the last time. Not to be modified."""
-        if self._local[0] != self._changes.value or self._local[1] is None:
+        if self._local[0] != self._changes.value:   # (-1 at first, so the first call derives them)
             self._local = (self._changes.value, rp.local_replicas(self.book, self.replicas, self.dormant,
                                                                    self._resting, self._broker_id))
         return self._local[1]

@@ -211,10 +211,11 @@ def with_offline_replicas(metadata: ClusterMetadata, broker_id: int, offline_tps
 
 def changed_partitions(before: tuple[Mapping, ...], after: tuple[Mapping, ...]) -> frozenset[TopicPartition]:
     """The partitions whose entry differs between two snapshots of a broker's replica tables
-    (added, removed or changed in any of them): what a publication of wakes and rests sends."""
+    (added, removed or changed in any of them): what a publication of wakes and rests sends.
+    Identity is checked first: a dataclass's generated __eq__ compares every field even of the
+    same object."""
     return frozenset(tp for old, new in zip(before, after) for tp in old.keys() | new.keys()
                      if (o := old.get(tp, _ABSENT)) is not (n := new.get(tp, _ABSENT)) and o != n)
-    # (`is` first: a dataclass's generated __eq__ compares every field even of the same object)
 
 
 _ABSENT = object()
