@@ -48,6 +48,7 @@ os.environ.setdefault("RAY_task_events_report_interval_ms", "0")
 import ray  # noqa: E402  (must follow the environment above)
 
 from rafka.actors.naming import DEFAULT_NAMESPACE  # noqa: E402
+from rafka.actors.ray_services import broker_services_only  # noqa: E402
 from rafka.common.process_tree import (  # noqa: E402
     Processes, StopReport, descendants, running, start_time, stop_processes)
 
@@ -56,19 +57,21 @@ log = logging.getLogger(__name__)
 
 
 def start_local_ray(namespace: str = DEFAULT_NAMESPACE, num_cpus: int | None = None) -> None:
-    """Start a private Ray on this machine, bound to 127.0.0.1 (never attaches to another Ray)."""
+    """Start a private Ray on this machine, bound to 127.0.0.1 (never attaches to another Ray),
+    with only the Ray services a broker uses (`ray_services.broker_services_only`)."""
     if ray.is_initialized():
         return
-    ray.init(
-        address="local",
-        _node_ip_address=LOOPBACK,
-        namespace=namespace,
-        include_dashboard=False,
-        num_cpus=num_cpus,
-        logging_level=logging.WARNING,
-        log_to_driver=True,
-        configure_logging=False,
-    )
+    with broker_services_only():
+        ray.init(
+            address="local",
+            _node_ip_address=LOOPBACK,
+            namespace=namespace,
+            include_dashboard=False,
+            num_cpus=num_cpus,
+            logging_level=logging.WARNING,
+            log_to_driver=True,
+            configure_logging=False,
+        )
     ip = ray.util.get_node_ip_address()
     if ip != LOOPBACK:
         ray.shutdown()

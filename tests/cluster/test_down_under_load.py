@@ -49,7 +49,8 @@ def session_dir(tree: Processes) -> str:
 
 def up_detached(tmp_path: Path) -> tuple[str, str, int, Processes, str]:
     """`rafka up --detach` of one broker: (data dir, bootstrap servers, pid of the `up` process,
-    it and its processes, Ray's session dir), after checking that Ray's two agents are there."""
+    it and its processes, Ray's session dir), after checking that Ray's two agents are there and
+    its API server and autoscaler monitor are not."""
     data_dir = str(tmp_path / "run")
     config = tmp_path / "server.properties"
     config.write_text("offsets.topic.num.partitions=1\n")
@@ -59,6 +60,9 @@ def up_detached(tmp_path: Path) -> tuple[str, str, int, Processes, str]:
     session: Processes = {pid: start_time(pid), **descendants(pid)}
     agents = [p for p in session if cmdline(p).split(" ")[0] in ("ray::DashboardAgent", "ray::RuntimeEnvAgent")]
     assert len(agents) == 2, "Ray's dashboard and runtime-env agents run under `rafka up`"
+    unused = [cmdline(p) for p in session
+              if any(script in cmdline(p) for script in ("ray/dashboard/dashboard.py", "autoscaler/_private/monitor.py"))]
+    assert not unused, f"Ray's API server and autoscaler monitor are not started for a broker: {unused}"
     return data_dir, up.stdout.strip(), pid, session, session_dir(session)
 
 
