@@ -8,8 +8,12 @@ scale). Each is a Python process that imports a large part of Ray and its web st
 and then ticks while idle. Ray has no switch for them in `ray.init`, so `broker_services_only`
 replaces, while one Ray starts, the two private hooks that start them: `Node.start_api_server`
 and `Node.start_monitor` do nothing, and the dashboard agent starts `--minimal` (Ray's own mode
-for an install without the dashboard's dependencies). A Ray whose internals differ starts as it
-always did: every hook is checked before it is replaced.
+for an install without the dashboard's dependencies: no gRPC or HTTP server). Deciding that
+agent's mode is also what made the driver import Ray's web stack (aiohttp, OpenTelemetry): ~1 s
+of every `ray.init` here. Measured on this 2-core machine: `ray.init` 6.8 -> 4.3 s, Ray's
+shutdown 1.5 -> 0.45 s, an idle `rafka up` 11 -> 9 processes and ~620 -> ~545 MiB PSS.
+A Ray whose internals differ starts as it always did: every hook is checked before it is
+replaced.
 
 Kept: the log monitor (actors' log lines reach `rafka up`'s output) and the runtime-env agent
 (the raylet asks it before every worker start).
