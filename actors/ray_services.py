@@ -1,22 +1,19 @@
 """Which of Ray's own services a private Ray starts: only those a broker uses.
 
-`ray.init(address="local")` starts, beside the GCS and the raylet, services a broker never
-calls: the API server (the dashboard head: job submission and the state API behind `ray list`,
-started even with `include_dashboard=False`), a dashboard agent with its gRPC and HTTP servers
-and metrics exporter, and the autoscaler's monitor (a cluster of fixed nodes has nothing to
-scale). Each is a Python process that imports a large part of Ray and its web stack at start
-and then ticks while idle. Ray has no switch for them in `ray.init`, so `broker_services_only`
-replaces, while one Ray starts, the two private hooks that start them: `Node.start_api_server`
-and `Node.start_monitor` do nothing, and the dashboard agent starts `--minimal` (Ray's own mode
-for an install without the dashboard's dependencies: no gRPC or HTTP server). Deciding that
-agent's mode is also what made the driver import Ray's web stack (aiohttp, OpenTelemetry): ~1 s
-of every `ray.init` here. Measured on this 2-core machine: `ray.init` 6.8 -> 4.3 s, Ray's
-shutdown 1.5 -> 0.45 s, an idle `rafka up` 11 -> 9 processes and ~620 -> ~545 MiB PSS.
-A Ray whose internals differ starts as it always did: every hook is checked before it is
-replaced.
+`ray.init(address="local")` starts two Python services a broker never calls: the API server
+(the dashboard head: job submission and the state API behind `ray list`, started even with
+`include_dashboard=False`) and the autoscaler's monitor (a cluster of fixed nodes has nothing to
+scale). To choose the dashboard agent's mode, the driver also imports Ray's web stack (aiohttp,
+OpenTelemetry): ~1 s of every `ray.init` here. Ray has no `ray.init` switch for any of this, so
+`broker_services_only` replaces three private hooks while one Ray starts:
+`Node.start_api_server` and `Node.start_monitor` do nothing, and `get_dashboard_dependency_error`
+answers "missing", so the agent starts `--minimal` (no gRPC or HTTP server) and the driver skips
+the import. Every hook is checked before it is replaced: a Ray whose internals differ starts as
+it always did. Measured on this 2-core machine: `ray.init` 6.8 -> 4.3 s, Ray's shutdown
+1.5 -> 0.45 s, an idle `rafka up` 11 -> 9 processes and ~620 -> ~545 MiB PSS.
 
-Kept: the log monitor (actors' log lines reach `rafka up`'s output) and the runtime-env agent
-(the raylet asks it before every worker start).
+Kept: the log monitor (actors' log lines reach `rafka up`'s output), the dashboard agent and
+the runtime-env agent (the raylet does not run without both).
 """
 from __future__ import annotations
 
