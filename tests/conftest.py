@@ -4,7 +4,9 @@ The session's broker comes in two shapes: every test on it runs on one broker, a
 marked `replicated` (on the function, its module, or one `pytest.param` of its parameters)
 runs again on three brokers whose topics all have replication factor 3. Tests are grouped
 by shape and the three-broker ones run last, so the one-broker cluster is stopped before
-the three-broker one starts: never two at once on this 2-core machine.
+the three-broker one starts: never two at once in one pytest process. `make test` runs two
+(pytest-xdist workers, after the tests marked `alone` have run by themselves), so at most two
+session clusters run at once on this 2-core machine.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ REPLICATED_CONFIG = {
 # 3 s wait at each start of its group. The delay itself is tested by the unit tests of the
 # group coordinator.
 SESSION_CONFIG = {"max.connections.per.ip.overrides": "127.0.0.2:3", "group.initial.rebalance.delay.ms": "0"}
-_live_clusters: list = []   # the session clusters now running (at most one)
+_live_clusters: list = []   # the session clusters this pytest process runs now (at most one)
 
 
 def _replicated(node) -> bool:  # noqa: ANN001 - a pytest Function or FunctionDefinition

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -63,7 +64,16 @@ def up_detached(tmp_path: Path) -> tuple[str, str, int, Processes, str]:
     unused = [cmdline(p) for p in session
               if any(script in cmdline(p) for script in ("ray/dashboard/dashboard.py", "autoscaler/_private/monitor.py"))]
     assert not unused, f"Ray's API server and autoscaler monitor are not started for a broker: {unused}"
+    raylet = next(cmdline(p) for p in session if "--session_dir=" in cmdline(p))
+    assert "rafka.actors.minimal_dashboard_agent" in raylet, "the dashboard agent runs without modules"
     return data_dir, up.stdout.strip(), pid, session, session_dir(session)
+
+
+def agent_errors(ray_dir: str) -> list[str]:
+    """The ERROR lines of the session's dashboard agent log. Its event module, with no API
+    server to report to, once logged one every second."""
+    log = Path(ray_dir) / "logs" / "dashboard_agent.log"
+    return [line for line in log.read_text(errors="replace").splitlines() if re.search(r"\sERROR\s", line)]
 
 
 def stop_what_is_left(data_dir: str, session: Processes, ray_dir: str) -> None:
@@ -104,6 +114,7 @@ def test_down_in_the_middle_of_a_mass_creation_leaves_no_process_of_the_session(
                    or len(descendants(pid)) >= before + CREATED_BEFORE_DOWN, timeout_s=120, interval_s=0.2,
                    message=f"{CREATED_BEFORE_DOWN} partitions of the burst being created")
         session.update(descendants(pid))
+        assert not agent_errors(ray_dir)
         down = subprocess.Popen([*RAFKA, "down", "--data-dir", data_dir, "--output", "json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         while down.poll() is None:   # follow the tree as `up` stops: what the raylet leaves, `up` adopts

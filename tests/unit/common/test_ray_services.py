@@ -1,9 +1,14 @@
-"""`broker_services_only`: Ray's three hooks are replaced only while a private Ray starts, and
-left alone when this Ray lacks one of them. No Ray is started here (the cluster tests check the
-processes a `rafka up` runs)."""
+"""`broker_services_only`: Ray's four hooks are replaced only while a private Ray starts, and
+left alone when this Ray lacks one of them; the dashboard agent's wrapper hides the dashboard's
+optional dependencies from the agent it runs. No Ray is started here (the cluster tests check
+the processes a `rafka up` runs)."""
 from __future__ import annotations
 
+import subprocess
+import sys
+
 from ray._private import node as ray_node
+from ray._private import services as ray_services_commands
 from ray._private import utils as ray_utils
 
 from rafka.actors import ray_services
@@ -25,8 +30,36 @@ def test_the_hooks_are_replaced_while_ray_starts_and_restored_after():
         assert node._webui_url is None                       # no dashboard URL to advertise
         assert ray_node.Node.start_monitor(node) is None
         assert isinstance(ray_utils.get_dashboard_dependency_error(), ImportError)   # agent --minimal
+        build = ray_services_commands._build_python_executable_command_memory_profileable
+        assert build("dashboard_agent", "/tmp/session") == [
+            sys.executable, "-u", "-m", "rafka.actors.minimal_dashboard_agent"]
+        assert build("log_monitor", "/tmp/session") == [sys.executable, "-u"]   # the others as Ray builds them
     assert (ray_node.Node.start_api_server, ray_node.Node.start_monitor,
             ray_utils.get_dashboard_dependency_error) == originals
+    assert "rafka" not in " ".join(
+        ray_services_commands._build_python_executable_command_memory_profileable("dashboard_agent", "/tmp/s"))
+
+
+def test_an_agent_command_under_rays_memory_profiler_is_left_as_ray_builds_it():
+    profiled = ray_services._agent_without_modules(lambda component, session_dir: [sys.executable, "-u", "-m", "memray"])
+    assert profiled("dashboard_agent", "/tmp/session") == [sys.executable, "-u", "-m", "memray"]
+
+
+def test_the_agent_wrapper_runs_the_script_with_its_arguments_and_without_the_optional_dependencies(tmp_path):
+    script = tmp_path / "agent.py"
+    script.write_text(
+        "import sys\n"
+        "try:\n"
+        "    import ray.dashboard.optional_deps\n"
+        "    print('imported', sys.argv[1:])\n"
+        "except ImportError:\n"
+        "    print('missing', sys.argv[1:])\n")
+    run = subprocess.run([sys.executable, "-m", "rafka.actors.minimal_dashboard_agent", str(script), "--node-id=7"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "missing ['--node-id=7']"
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert plain.stdout.startswith("imported"), plain.stderr   # installed: only the wrapper hides them
 
 
 def test_the_hooks_are_restored_when_ray_fails_to_start():
