@@ -24,8 +24,6 @@ import contextlib
 import sys
 from typing import Callable, Iterator
 
-AGENT_COMPONENT = "dashboard_agent"   # ray_constants.PROCESS_TYPE_DASHBOARD_AGENT
-
 
 def _skip_api_server(self, *, include_dashboard, raise_on_failure) -> None:  # noqa: ANN001 - Ray's Node
     self._webui_url = None
@@ -39,13 +37,13 @@ def _no_dashboard_dependencies() -> ImportError:
     return ImportError("rafka starts Ray's dashboard agent minimal: it reads no metrics")
 
 
-def _agent_without_modules(build: Callable[..., list[str]]) -> Callable[..., list[str]]:
-    """Ray's builder of its Python services' commands, with the dashboard agent's run through
-    `minimal_dashboard_agent` (left as Ray builds it when that is not a plain `python -u`, as
-    under Ray's memory profiler)."""
+def _agent_without_modules(build: Callable[..., list[str]], agent: str) -> Callable[..., list[str]]:
+    """Ray's builder of its Python services' commands, with the dashboard agent's (`agent`: Ray's
+    name for that component) run through `minimal_dashboard_agent`; left as Ray builds it when
+    that is not a plain `python -u`, as under Ray's memory profiler."""
     def build_command(component: str, *args, **kwargs) -> list[str]:  # noqa: ANN002, ANN003 - Ray's
         command = build(component, *args, **kwargs)
-        if component == AGENT_COMPONENT and command == [sys.executable, "-u"]:
+        if component == agent and command == [sys.executable, "-u"]:
             return [*command, "-m", "rafka.actors.minimal_dashboard_agent"]
         return command
     return build_command
@@ -58,6 +56,7 @@ def broker_services_only() -> Iterator[bool]:
     starts as usual)."""
     try:
         from ray._private import node as ray_node
+        from ray._private import ray_constants
         from ray._private import services as ray_process_commands
         from ray._private import utils as ray_utils
     except ImportError:
@@ -68,7 +67,7 @@ def broker_services_only() -> Iterator[bool]:
              (ray_node.Node, "start_monitor", _skip_monitor),
              (ray_utils, "get_dashboard_dependency_error", _no_dashboard_dependencies),
              (ray_process_commands, "_build_python_executable_command_memory_profileable",
-              _agent_without_modules(build))]
+              _agent_without_modules(build, ray_constants.PROCESS_TYPE_DASHBOARD_AGENT))]
     if not all(callable(getattr(owner, name, None)) for owner, name, _ in hooks):
         yield False
         return

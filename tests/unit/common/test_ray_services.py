@@ -41,7 +41,8 @@ def test_the_hooks_are_replaced_while_ray_starts_and_restored_after():
 
 
 def test_an_agent_command_under_rays_memory_profiler_is_left_as_ray_builds_it():
-    profiled = ray_services._agent_without_modules(lambda component, session_dir: [sys.executable, "-u", "-m", "memray"])
+    profiled = ray_services._agent_without_modules(lambda component, session_dir: [sys.executable, "-u", "-m", "memray"],
+                                                  "dashboard_agent")
     assert profiled("dashboard_agent", "/tmp/session") == [sys.executable, "-u", "-m", "memray"]
 
 
