@@ -7,7 +7,8 @@ agents, ...) unless `ray.dashboard.optional_deps` fails to import, which is how 
 minimal Ray install (`pip install ray`) runs. A broker uses none of them, and one fails outright
 without the API server a private Ray no longer starts: the event agent looks for the dashboard's
 address every second and logs a traceback each time. So this module makes that one import fail
-and then runs the agent unchanged. The agent still fate-shares with the raylet as before.
+and then runs the agent unchanged, with rafka's lean imports (`lean_imports`). The agent still
+fate-shares with the raylet as before.
 """
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ def main(argv: list[str]) -> None:
     """Run the agent script `argv[1]` with the arguments after it, its optional modules off."""
     if len(argv) < 2:
         raise SystemExit("usage: python -m rafka.actors.minimal_dashboard_agent <agent.py> [args...]")
+    from rafka.actors.lean_imports import lean_ray_imports
+
     sys.modules[OPTIONAL_DEPENDENCIES] = None   # `import` of it now raises ImportError
+    lean_ray_imports()
     sys.argv = argv[1:]
     runpy.run_path(argv[1], run_name="__main__")
 

@@ -9,6 +9,7 @@ import logging
 import os
 import sys
 
+from rafka.actors.lean_imports import lean_ray_imports
 from rafka.cli import broker, down, dump_log, groups, leader_election, log_dirs, status, topics, up
 
 COMMANDS = {"up": up, "down": down, "status": status, "broker": broker, "dump-log": dump_log,
@@ -40,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     level = args.log_level or os.environ.get("RAFKA_LOG_LEVEL") or "WARNING"
     logging.basicConfig(level=getattr(logging, level.upper(), logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    lean_ray_imports()   # (before any command imports Ray: ~0.7 s less to connect to it)
     return COMMANDS[args.command].run(args)
 
 

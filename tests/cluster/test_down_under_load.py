@@ -39,6 +39,14 @@ def cmdline(pid: int) -> str:
         return ""
 
 
+def unused_libraries(pid: int) -> list[str]:
+    """The native libraries of pyarrow and pydantic mapped into process `pid`: Ray's serializer
+    add-ons once imported both in every worker."""
+    with open(f"/proc/{pid}/maps") as maps:
+        text = maps.read()
+    return [lib for lib in ("libarrow", "_pydantic_core") if lib in text]
+
+
 def session_dir(tree: Processes) -> str:
     """The Ray session directory of the processes of `tree` (from the raylet's command line)."""
     for pid in tree:
@@ -66,6 +74,11 @@ def up_detached(tmp_path: Path) -> tuple[str, str, int, Processes, str]:
     assert not unused, f"Ray's API server and autoscaler monitor are not started for a broker: {unused}"
     raylet = next(cmdline(p) for p in session if "--session_dir=" in cmdline(p))
     assert "rafka.actors.minimal_dashboard_agent" in raylet, "the dashboard agent runs without modules"
+    assert "lean_worker.py" in raylet and "default_worker.py" not in raylet, "workers start lean"
+    actors = [p for p in session if cmdline(p).split(" ")[0] in ("ray::Frontend", "ray::BrokerCoordinator")]
+    assert len(actors) == 2
+    assert not [(cmdline(p), lib) for p in actors for lib in unused_libraries(p)], \
+        "a broker's actors load neither pyarrow nor pydantic (lean_imports)"
     return data_dir, up.stdout.strip(), pid, session, session_dir(session)
 
 

@@ -1,9 +1,10 @@
-"""`broker_services_only`: Ray's four hooks are replaced only while a private Ray starts, and
+"""`broker_services_only`: Ray's five hooks are replaced only while a private Ray starts, and
 left alone when this Ray lacks one of them; the dashboard agent's wrapper hides the dashboard's
 optional dependencies from the agent it runs. No Ray is started here (the cluster tests check
 the processes a `rafka up` runs)."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -80,3 +81,40 @@ def test_a_ray_without_one_hook_starts_as_usual(monkeypatch):
         assert not replaced
         assert ray_node.Node.start_api_server is original
         assert ray_utils.get_dashboard_dependency_error is not ray_services._no_dashboard_dependencies
+
+
+def test_the_raylet_starts_its_python_workers_through_the_lean_worker(monkeypatch):
+    """Ray's `default_worker.py` becomes `lean_worker.py` in the raylet's start; another worker
+    path (a Ray started for something else) is passed on as given."""
+    started: list[dict] = []
+
+    def start_raylet(redis_address, gcs_address, worker_path, setup_worker_path, use_valgrind=False):
+        started.append({"worker_path": worker_path, "setup": setup_worker_path, "valgrind": use_valgrind})
+        return "process info"
+
+    monkeypatch.setattr(ray_services_commands, "start_raylet", start_raylet)
+    default = "/site-packages/ray/_private/workers/default_worker.py"
+    with broker_services_only() as replaced:
+        assert replaced
+        assert ray_services_commands.start_raylet("r", "g", default, "/setup_worker.py", use_valgrind=True) == "process info"
+        ray_services_commands.start_raylet("r", "g", worker_path="/my/worker.py", setup_worker_path="/s.py")
+    assert ray_services_commands.start_raylet is start_raylet
+    assert started == [{"worker_path": ray_services.LEAN_WORKER, "setup": "/setup_worker.py", "valgrind": True},
+                       {"worker_path": "/my/worker.py", "setup": "/s.py", "valgrind": False}]
+    assert ray_services.LEAN_WORKER.endswith("lean_worker.py") and os.path.isfile(ray_services.LEAN_WORKER)
+
+
+def test_the_lean_worker_finds_rays_worker_without_importing_ray():
+    run = subprocess.run([sys.executable, "-c",
+                          "import sys\nfrom rafka.actors.lean_worker import ray_default_worker\n"
+                          "print(ray_default_worker(), 'ray' in sys.modules)"],
+                         capture_output=True, text=True, timeout=60)
+    path, imported = run.stdout.split()
+    assert os.path.isfile(path) and path.endswith(os.path.join("_private", "workers", "default_worker.py"))
+    assert imported == "False"
+
+
+def test_a_raylet_start_without_a_worker_path_leaves_ray_as_it_is(monkeypatch):
+    monkeypatch.setattr(ray_services_commands, "start_raylet", lambda redis_address, gcs_address: None)
+    with broker_services_only() as replaced:
+        assert not replaced
