@@ -1,4 +1,4 @@
-"""`broker_services_only`: Ray's five hooks are replaced only while a private Ray starts, and
+"""`broker_services_only`: Ray's six hooks are replaced only while a private Ray starts, and
 left alone when this Ray lacks one of them; the dashboard agent's wrapper hides the dashboard's
 optional dependencies from the agent it runs. No Ray is started here (the cluster tests check
 the processes a `rafka up` runs)."""
@@ -118,3 +118,41 @@ def test_a_raylet_start_without_a_worker_path_leaves_ray_as_it_is(monkeypatch):
     monkeypatch.setattr(ray_services_commands, "start_raylet", lambda redis_address, gcs_address: None)
     with broker_services_only() as replaced:
         assert not replaced
+
+
+def test_the_log_monitor_starts_through_the_quiet_wrapper_and_nothing_else_does(monkeypatch):
+    started: list[tuple[list[str], str]] = []
+
+    def start_ray_process(command, process_type, fate_share, env_updates=None):
+        started.append((command, process_type))
+
+    monkeypatch.setattr(ray_services_commands, "start_ray_process", start_ray_process)
+    monitor = [sys.executable, "-u", "/site-packages/ray/_private/log_monitor.py", "--logs-dir=/tmp/l"]
+    with broker_services_only():
+        ray_services_commands.start_ray_process(monitor, "log_monitor", fate_share=True)
+        ray_services_commands.start_ray_process([sys.executable, "-u", "/x/gcs.py"], "gcs_server", True)
+        ray_services_commands.start_ray_process(["valgrind", *monitor], "log_monitor", True)
+    assert started == [
+        ([sys.executable, "-u", "-m", "rafka.actors.quiet_log_monitor", *monitor[2:]], "log_monitor"),
+        ([sys.executable, "-u", "/x/gcs.py"], "gcs_server"),
+        (["valgrind", *monitor], "log_monitor")]
+
+
+def test_the_quiet_log_monitor_changes_rays_idle_poll_only_and_runs_the_script_as_main(tmp_path):
+    from ray._private import log_monitor
+
+    from rafka.actors.quiet_log_monitor import IDLE_POLL_S, quieter
+
+    with open(log_monitor.__file__, encoding="utf-8") as f:
+        rays = f.read()
+    quiet = quieter(rays)
+    assert quiet.count(f"time.sleep({IDLE_POLL_S})") == 1 and "time.sleep(0.1)" not in quiet
+    assert quiet.count("\n") == rays.count("\n")   # same lines: tracebacks point at Ray's
+    compile(quiet, log_monitor.__file__, "exec")
+    assert quieter("time.sleep(0.1)\ntime.sleep(0.1)\n") == "time.sleep(0.1)\ntime.sleep(0.1)\n"   # not Ray's: as is
+    script = tmp_path / "log_monitor.py"
+    script.write_text("import sys, time\nprint(__name__, sys.argv[1:], sys.path[0] == %r)\n" % str(tmp_path))
+    run = subprocess.run([sys.executable, "-u", "-m", "rafka.actors.quiet_log_monitor", str(script), "--logs-dir=/l"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "__main__ ['--logs-dir=/l'] True"
