@@ -94,8 +94,9 @@ def test_a_partition_that_cannot_open_is_reported_and_retried_while_the_rest_ser
         [offline] = report["brokers"]["0"]["offline_replicas"]
         assert offline["partition"] == "broken-0" and "topic id" in offline["error"]
         assert "healthy-0" in report["brokers"]["0"]["replicas"]
-        log_text = (Path(data_dir) / "rafka.out").read_text(errors="replace")
-        assert "replica broken-0 is offline" in log_text
+        # (Ray's log monitor forwards the actors' lines to `rafka.out` within about a second.)
+        wait_until(lambda: "replica broken-0 is offline" in (Path(data_dir) / "rafka.out").read_text(errors="replace"),
+                   timeout_s=15, interval_s=0.2, message="the offline replica in the broker's log (rafka.out)")
 
         # Repaired, the partition comes back on the next retry with its records.
         (bad_dir / "partition.metadata").write_bytes(original)
