@@ -58,10 +58,9 @@ def test_ray_imports_lean_and_registers_its_serializers_when_their_libraries_arr
     assert report["requests"] == 200
 
 
-def test_the_add_ons_of_this_ray_are_the_ones_known_and_others_are_left_alone(monkeypatch):
+def test_the_add_ons_of_another_ray_are_left_alone(monkeypatch):
+    """(That this Ray's are replaced, the test above shows: `replaced`.)"""
     from ray.util import serialization_addons
-
-    assert set(serialization_addons.apply.__code__.co_names) == lean_imports.RAY_ADDONS_NAMES
 
     def other_apply(context):   # a Ray with another add-on
         serialization_addons.register_starlette_serializer(context)
