@@ -14,8 +14,10 @@ of a dormant partition's first produce. Two changes, both invisible to code that
   exist once its library is imported, so the serializers are in place whenever one is
   serialized, as before. If this Ray's add-ons are not the ones known here, Ray applies them.
 
-For rafka's own processes only (its Ray workers, through `lean_worker`; the `rafka` command):
-a library must not change what `import` means in its user's program.
+For the processes rafka starts (its Ray's workers, through `lean_worker`, its dashboard agent
+and log monitor; the `rafka` command), not for a program that imports rafka: a library must not
+change what `import` means in its user's program. Code that runs as a task or actor on rafka's
+own Ray finds these modules as before, loaded when first used.
 """
 from __future__ import annotations
 

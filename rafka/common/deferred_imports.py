@@ -51,8 +51,13 @@ def defer(*names: str) -> list[str]:
     expect). Returns the names deferred."""
     deferred = []
     for name in names:
-        if "." in name or name in sys.modules or importlib.util.find_spec(name) is None:
+        spec = None if "." in name or name in sys.modules else importlib.util.find_spec(name)
+        if spec is None:
             continue
-        sys.modules[name] = DeferredModule(name)
+        stand_in = DeferredModule(name)
+        # What `importlib.util.find_spec` answers for a module in sys.modules (a library asking
+        # whether an optional one is installed), without loading it.
+        stand_in.__spec__, stand_in.__loader__, stand_in.__package__ = spec, spec.loader, spec.parent
+        sys.modules[name] = stand_in
         deferred.append(name)
     return deferred

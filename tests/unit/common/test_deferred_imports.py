@@ -2,6 +2,7 @@
 for it; a missing or already imported module is left as it is."""
 from __future__ import annotations
 
+import importlib.util
 import sys
 import threading
 import types
@@ -40,6 +41,8 @@ def test_a_deferred_module_runs_at_its_first_attribute_read(module_dir):
     assert defer("rafka_lazy_a") == ["rafka_lazy_a"]
     import rafka_lazy_a
     assert isinstance(rafka_lazy_a, DeferredModule) and counter.runs == 0   # bound, not run
+    assert importlib.util.find_spec("rafka_lazy_a").origin == str(directory / "rafka_lazy_a.py")
+    assert counter.runs == 0                                                 # asked for, not run
     assert rafka_lazy_a.ask() == 42 and counter.runs == 1
     assert rafka_lazy_a.ANSWER == 42 and counter.runs == 1                  # once
     assert not isinstance(sys.modules["rafka_lazy_a"], DeferredModule)       # the real one now
