@@ -88,8 +88,8 @@ def _quiet_log_monitor(start_ray_process: Callable[..., Any], log_monitor: str) 
 @contextlib.contextmanager
 def broker_services_only() -> Iterator[bool]:
     """While a private Ray starts in this process: no API server, no autoscaler monitor, a
-    minimal dashboard agent without modules, lean workers, a quieter log monitor. Yields whether Ray's hooks were found (False: Ray
-    starts as usual)."""
+    minimal dashboard agent without modules, lean workers, a quieter log monitor. Yields
+    whether Ray's hooks were found (False: Ray starts as usual)."""
     try:
         from ray._private import node as ray_node
         from ray._private import ray_constants

@@ -8,8 +8,8 @@ before it serves: a third of the start of every replica, and so of the first pro
 dormant partition. `defer` puts a stand-in in `sys.modules` for each: `import requests` binds
 the stand-in, and the first attribute read imports the real module and answers from it.
 
-Only for processes rafka starts itself (Ray's workers through `rafka.actors.lean_worker`, the
-`rafka` command): a library must not change what `import` means in its user's program.
+Only for processes rafka starts itself (`rafka.actors.lean_imports` says which): a library must
+not change what `import` means in its user's program.
 """
 from __future__ import annotations
 
