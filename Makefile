@@ -17,7 +17,7 @@ demo: setup
 
 # The tests marked `alone` (scenarios of many processes) run first, by themselves; then the rest
 # on two pytest-xdist workers that steal work from each other, so the unit tests fill the time
-# one worker spends waiting on a cluster (measured on 2 cores: that part 24 min serially -> 18-20).
+# one worker spends waiting on a cluster (measured on 2 cores: that part 24 min serially -> 13-18).
 test: setup
 	$(PY) -m pytest tests -q -p no:cacheprovider --durations=5 -m alone
 	$(PY) -m pytest tests -q -p no:cacheprovider --durations=25 -m "not alone" -n 2 --dist worksteal

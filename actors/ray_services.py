@@ -98,27 +98,22 @@ def broker_services_only() -> Iterator[bool]:
     except ImportError:
         yield False
         return
-    build = getattr(ray_process_commands, "_build_python_executable_command_memory_profileable", None)
-    start_raylet = getattr(ray_process_commands, "start_raylet", None)
-    start_ray_process = getattr(ray_process_commands, "start_ray_process", None)
-    if not callable(build) or not callable(start_raylet) or not callable(start_ray_process) or \
-            "worker_path" not in inspect.signature(start_raylet).parameters:
-        yield False
-        return
-    hooks = [(ray_node.Node, "start_api_server", _skip_api_server),
-             (ray_node.Node, "start_monitor", _skip_monitor),
-             (ray_utils, "get_dashboard_dependency_error", _no_dashboard_dependencies),
+    # (where, what, how: the replacement, given Ray's original)
+    hooks = [(ray_node.Node, "start_api_server", lambda _original: _skip_api_server),
+             (ray_node.Node, "start_monitor", lambda _original: _skip_monitor),
+             (ray_utils, "get_dashboard_dependency_error", lambda _original: _no_dashboard_dependencies),
              (ray_process_commands, "_build_python_executable_command_memory_profileable",
-              _agent_without_modules(build, ray_constants.PROCESS_TYPE_DASHBOARD_AGENT)),
-             (ray_process_commands, "start_raylet", _lean_workers(start_raylet)),
+              lambda build: _agent_without_modules(build, ray_constants.PROCESS_TYPE_DASHBOARD_AGENT)),
+             (ray_process_commands, "start_raylet", _lean_workers),
              (ray_process_commands, "start_ray_process",
-              _quiet_log_monitor(start_ray_process, ray_constants.PROCESS_TYPE_LOG_MONITOR))]
-    if not all(callable(getattr(owner, name, None)) for owner, name, _ in hooks):
+              lambda start: _quiet_log_monitor(start, ray_constants.PROCESS_TYPE_LOG_MONITOR))]
+    originals = [(owner, name, getattr(owner, name, None)) for owner, name, _ in hooks]
+    if not all(callable(original) for _, _, original in originals) or \
+            "worker_path" not in inspect.signature(ray_process_commands.start_raylet).parameters:
         yield False
         return
-    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in hooks]
-    for owner, name, replacement in hooks:
-        setattr(owner, name, replacement)
+    for (owner, name, replace), (_, _, original) in zip(hooks, originals):
+        setattr(owner, name, replace(original))
     try:
         yield True
     finally:
