@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 WINDOW_MAX_AGE_S = 0.5
 # Windows kept per partition (one per consumer reading it at its own position).
 WINDOW_SLOTS = 4
+# Follow reads kept per partition, by the offset they read (one per consumer at the log's end).
+FOLLOW_SLOTS = 4
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,9 @@ class ReplicaChannel:
         # A consumer's read still parked when its fetch was answered, left for that consumer's
         # next fetch (`set_aside`), and what the last consumer's read reported of the log.
         self._aside: PendingRead | None = None
+        # Reads the replica parked itself after answering a consumer's read with everything up
+        # to the high watermark (`data_channel`'s follow reads), by the offset they read from.
+        self._follows: dict[int, PendingRead] = {}
         self._high_watermark, self._log_start_offset = -1, -1
 
     def _submit(self, parts: list, decode: Callable[[memoryview], Any], if_lost: Any) -> asyncio.Future:
@@ -97,15 +102,25 @@ class ReplicaChannel:
     def _submit_numbered(self, parts: list, decode: Callable[[memoryview], Any],
                          if_lost: Any) -> tuple[int, asyncio.Future]:
         """`_submit`, with the request's id (to release it if it parks)."""
-        request_id = (next(self._ids) & 0xFFFFFFFF) or (next(self._ids) & 0xFFFFFFFF)   # 0 is no request
+        request_id = self._new_id()
         future = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (future, decode, if_lost)
         self._queue(request_id, parts)
         return request_id, future
 
+    def _new_id(self) -> int:
+        return (next(self._ids) & 0xFFFFFFFF) or (next(self._ids) & 0xFFFFFFFF)   # 0 is no request
+
     def _queue(self, request_id: int, parts: list) -> None:
         length = 4 + sum(len(p) for p in parts)
-        self._outbox.append([dc.FRAME_HEAD.pack(length, request_id), *parts])
+        frame = [dc.FRAME_HEAD.pack(length, request_id), *parts]
+        protocol = self._protocol
+        if not self._outbox and protocol is not None and protocol.writable():
+            # Connected, nothing queued ahead and the socket takes more: write now. A task per
+            # request to do it was a good part of the front end's cost per small request.
+            protocol.transport.writelines(frame)
+            return
+        self._outbox.append(frame)
         if self._sender is None or self._sender.done():
             self._sender = asyncio.ensure_future(self._send())
 
@@ -182,8 +197,14 @@ class ReplicaChannel:
                 done.set_result(result)
                 return PendingRead(done, self, 0)
         # (no task per read: the answer is decoded, and the window opened, as it arrives)
-        request_id, future = self._submit_numbered([dc.encode_read(fetch_offset, max_bytes, max_wait_ms)],
-                                                   self._read_answer, _LOST_READ)
+        if max_wait_ms <= 0:
+            request_id, future = self._submit_numbered([dc.encode_read(fetch_offset, max_bytes, 0)],
+                                                       self._read_answer, _LOST_READ)
+            return PendingRead(future, self, request_id, fetch_offset, max_bytes)
+        follow_id = self._new_id()
+        request_id, future = self._submit_numbered(
+            [dc.encode_read(fetch_offset, max_bytes, max_wait_ms, follow_id=follow_id)],
+            lambda body: self._read_answer(body, follow_id, max_bytes), _LOST_READ)
         return PendingRead(future, self, request_id, fetch_offset, max_bytes)
 
     def set_aside(self, read: "PendingRead") -> FetchResult | None:
@@ -203,16 +224,35 @@ class ReplicaChannel:
         return FetchResult(ErrorCode.NONE, read.fetch_offset, read.fetch_offset, self._log_start_offset)
 
     def _take_aside(self, fetch_offset: int, max_bytes: int) -> "PendingRead | None":
-        """The read set aside, if it reads `fetch_offset` within `max_bytes` and still waits or
-        holds data; else it is released (or was answered empty: its wait at the replica ran out)."""
+        """The read set aside, or else the follow read, at `fetch_offset`, if it reads within
+        `max_bytes` and still waits or holds data. A read set aside that does not is released
+        (or was answered empty: its wait at the replica ran out); follow reads at other offsets
+        stay for their own consumers."""
         aside, self._aside = self._aside, None
-        if aside is None:
-            return None
-        if aside.fetch_offset == fetch_offset and aside.max_bytes <= max_bytes and (
-                not aside.answer.done() or (not aside.answer.cancelled() and aside.answer.result().regions)):
-            return replace(aside, reused=True)
-        aside.release()
+        if aside is not None:
+            if _usable(aside, fetch_offset, max_bytes):
+                # (built directly: dataclasses.replace costs more than the rest of a reused read)
+                return PendingRead(aside.answer, self, aside.request_id, fetch_offset, aside.max_bytes, True)
+            aside.release()
+        follow = self._follows.pop(fetch_offset, None)
+        if follow is not None:
+            if _usable(follow, fetch_offset, max_bytes):
+                return PendingRead(follow.answer, self, follow.request_id, fetch_offset, follow.max_bytes, True)
+            follow.release()
         return None
+
+    def _followed(self, follow_id: int, fetch_offset: int, max_bytes: int) -> None:
+        """The replica parked the follow read `follow_id` at `fetch_offset`: keep it for the next
+        read there (replacing one already there; the oldest is released beyond FOLLOW_SLOTS)."""
+        future = asyncio.get_running_loop().create_future()
+        self._pending[follow_id] = (future, lambda body: self._read_answer(body, follow_id, max_bytes), _LOST_READ)
+        follow = PendingRead(future, self, follow_id, fetch_offset, max_bytes)
+        old = self._follows.pop(fetch_offset, None)
+        if old is not None and old.request_id != follow_id:
+            old.release()
+        self._follows[fetch_offset] = follow
+        while len(self._follows) > FOLLOW_SLOTS:
+            self._follows.pop(next(iter(self._follows))).release()
 
     def read_log_end(self, fetch_offset: int, max_bytes: int) -> Awaitable[FetchResult]:
         """Whole batches from `fetch_offset` up to the leader's log end rather than its high
@@ -244,9 +284,12 @@ class ReplicaChannel:
         return await self._submit(dc.encode_follower_append(records, leader_high_watermark, leader_log_start_offset),
                                   dc.decode_follower_result, FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
-    def _read_answer(self, body: memoryview) -> FetchResult:
-        """A consumer's read answered: open the window after its data."""
+    def _read_answer(self, body: memoryview, follow_id: int = 0, max_bytes: int = 0) -> FetchResult:
+        """A consumer's read answered: open the window after its data, and keep its follow read
+        if the replica parked one."""
         result = dc.decode_fetch_result(body)
+        if follow_id and dc.fetch_result_followed(body):
+            self._followed(follow_id, result.next_offset, max_bytes)
         if result.error is ErrorCode.NONE:
             self._high_watermark, self._log_start_offset = result.high_watermark, result.log_start_offset
         if result.regions and result.committed_end >= 0:
@@ -328,6 +371,14 @@ class ReplicaChannel:
     def close(self) -> None:
         if self._protocol is not None and self._protocol.transport is not None:
             self._protocol.transport.close()
+
+
+def _usable(read: "PendingRead", fetch_offset: int, max_bytes: int) -> bool:
+    """Whether a read under way (set aside, or a follow read) serves a new read at `fetch_offset`
+    within `max_bytes`: it reads there, within that, and still waits or holds data."""
+    answer = read.answer
+    return read.fetch_offset == fetch_offset and read.max_bytes <= max_bytes and (
+        not answer.done() or (not answer.cancelled() and bool(answer.result().regions)))
 
 
 def _decode_append(body: memoryview) -> ProduceResult:

@@ -124,7 +124,7 @@ class RequestDispatcher:
         return dict(self._ranges)
 
     async def handle(self, frame: memoryview, peer: str) -> list | None:
-        header, _ = codec.decode_request_header(frame)
+        header, body_at = codec.decode_request_header(frame)
         key, version = header.api_key, header.api_version
         if key not in self._handlers and key not in self._context_handlers:
             raise CloseConnection(f"unknown or unsupported API key {key}")
@@ -136,7 +136,7 @@ class RequestDispatcher:
         if not low <= version <= high or (key == PRODUCE and version < 3):
             raise CloseConnection(f"{APIS[key].name} v{version} is not supported (serving v{low}-{high})")
         try:
-            header, body = codec.decode_request(frame)
+            body = codec.decode_request_body(frame, header, body_at)
         except UnsupportedVersionError as e:
             raise CloseConnection(str(e)) from e
         if key in self._context_handlers:
@@ -284,7 +284,8 @@ class RequestDispatcher:
                 else:
                     jobs.append((topic, index, channel.append(records, acks, body["timeout_ms"])))
         awaited = [j for _, _, j in jobs if not isinstance(j, ErrorCode)]
-        done = iter(await asyncio.gather(*awaited))
+        # (most produce requests write one partition: awaited as it is, without gather's future)
+        done = iter([await awaited[0]] if len(awaited) == 1 else await asyncio.gather(*awaited))
         if acks == 0:
             return None
         by_topic: dict[str, list[dict]] = {}

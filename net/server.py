@@ -72,7 +72,7 @@ class _Connection:
         self._server = server
         self._memory = server.memory
         self._queue: deque[tuple[asyncio.Future, int]] = deque()   # (work, its cost in the memory account)
-        self._ready = asyncio.Event()
+        self._wakeup: asyncio.Future | None = None   # set when a frame arrives for an idle sender
         self.peer = peer
         self.share = self._memory.open(self._resume, label=peer)
         self.protocol = FramedProtocol(4, self._body_length, self._on_frame, gate=self)
@@ -119,9 +119,16 @@ class _Connection:
         cost = self._memory.frame_read(self.share)
         work = asyncio.ensure_future(self._server.handler.handle(memoryview(body), self.peer))
         self._queue.append((work, cost))
-        self._ready.set()
+        wakeup = self._wakeup
+        if wakeup is not None and not wakeup.done():
+            wakeup.set_result(None)
         if not self._memory.may_start_frame(self.share):
             self._pause()
+
+    def _wake_on_close(self, _: asyncio.Future) -> None:
+        wakeup = self._wakeup
+        if wakeup is not None and not wakeup.done():
+            wakeup.set_result(None)
 
     async def _send_in_order(self) -> None:
         loop = asyncio.get_running_loop()
@@ -131,10 +138,14 @@ class _Connection:
                 while not self._queue:
                     if protocol.closed.done():
                         return
-                    self._ready.clear()
-                    ready = asyncio.ensure_future(self._ready.wait())
-                    await asyncio.wait([ready, protocol.closed], return_when=asyncio.FIRST_COMPLETED)
-                    ready.cancel()
+                    # (a plain future, woken by the next frame or the close: no task per wait)
+                    self._wakeup = wakeup = loop.create_future()
+                    protocol.closed.add_done_callback(self._wake_on_close)
+                    try:
+                        await wakeup
+                    finally:
+                        protocol.closed.remove_done_callback(self._wake_on_close)
+                        self._wakeup = None
                 work, cost = self._queue[0]
                 try:
                     parts = await work

@@ -9,7 +9,14 @@ Frames, both directions: `u32 length | u32 request id | body`. Requests start wi
 op byte. Answers carry the id of their request and may come out of order (a parked
 read must not hold up an append), so the caller matches them by id. Appends on one
 connection are applied in the order they were sent. A RELEASE ends the wait of a parked
-read at once; it has no answer of its own, and a read already answered ignores it. Pure functions only: no sockets.
+read at once; it has no answer of its own, and a read already answered ignores it.
+
+A consumer's read may name a follow id: answered with data up to the high watermark (the
+consumer has caught up) other than by a RELEASE, the replica then parks the same read at the
+offset after that data under the follow id, and says so in the answer (`followed`). The next
+fetch of a consumer at the end of a log is then already waiting at the replica: each record
+costs a read request and a turn of the replica's loop less. A follow read follows itself
+(under the same id) the same way. Pure functions only: no sockets.
 """
 from __future__ import annotations
 
@@ -36,7 +43,7 @@ FRAME_HEAD = struct.Struct(">II")            # length (of what follows), request
 _APPEND_HEAD = struct.Struct(">BbII")        # op, acks, timeout ms (acks=all), number of record sets
 _U32 = struct.Struct(">I")
 _RELEASE = struct.Struct(">BI")              # op, request id of the parked read
-_READ = struct.Struct(">BqiI")               # op, fetch offset, max bytes, max wait ms
+_READ = struct.Struct(">BqiII")              # op, fetch offset, max bytes, max wait ms, follow id (0: none)
 _REPLICA_READ = struct.Struct(">BiiqiI")     # op, follower broker, its leader epoch, fetch offset, max bytes,
 #                                              max wait ms
 _PRODUCE_RESULT = struct.Struct(">hqqqH")    # error, base offset, append time, log start, message length
@@ -48,8 +55,8 @@ _DELETE_RECORDS = struct.Struct(">Bq")      # op, offset (-1: the high watermark
 _DELETED = struct.Struct(">hq")              # error, low watermark
 _FOLLOWER_APPEND = struct.Struct(">Bqq")    # op, leader's high watermark, leader's log start offset
 _FOLLOWER_RESULT = struct.Struct(">hqq")    # error, log end offset, high watermark
-_FETCH_HEAD = struct.Struct(">hqqqqqH")      # error, high watermark, last stable, log start, next offset,
-#                                              committed end, regions
+_FETCH_HEAD = struct.Struct(">hqqqqqHB")     # error, high watermark, last stable, log start, next offset,
+#                                              committed end, regions, followed (see the module docstring)
 _REGION = struct.Struct(">HqIQ")             # path length, position, length, inode
 
 # Unix socket paths are limited to 107 bytes, so they are named by a hash.
@@ -160,17 +167,20 @@ def decode_produce_results(body: memoryview) -> list[ProduceResult]:
     return results
 
 
-def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int, up_to_log_end: bool = False) -> bytes:
+def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int, up_to_log_end: bool = False,
+                follow_id: int = 0) -> bytes:
     """A read up to the high watermark (a consumer's), or with `up_to_log_end` up to the leader's
     log end: the broker's own read of a partition it has come to lead, as Kafka's group
-    coordinator loads `__consumer_offsets` (FetchIsolation.LOG_END)."""
-    return _READ.pack(OP_READ_LOG_END if up_to_log_end else OP_READ, fetch_offset, max_bytes, max(0, max_wait_ms))
+    coordinator loads `__consumer_offsets` (FetchIsolation.LOG_END). A consumer's read may name
+    a `follow_id` (see the module docstring)."""
+    return _READ.pack(OP_READ_LOG_END if up_to_log_end else OP_READ, fetch_offset, max_bytes, max(0, max_wait_ms),
+                      follow_id)
 
 
-def decode_read(body: memoryview) -> tuple[int, int, int, bool]:
-    """(fetch offset, max bytes, max wait ms, up to the log end)."""
-    op, offset, max_bytes, max_wait_ms = _READ.unpack_from(body, 0)
-    return offset, max_bytes, max_wait_ms, op == OP_READ_LOG_END
+def decode_read(body: memoryview) -> tuple[int, int, int, bool, int]:
+    """(fetch offset, max bytes, max wait ms, up to the log end, follow id)."""
+    op, offset, max_bytes, max_wait_ms, follow_id = _READ.unpack_from(body, 0)
+    return offset, max_bytes, max_wait_ms, op == OP_READ_LOG_END, follow_id
 
 
 def encode_list_offset(timestamp: int) -> bytes:
@@ -257,18 +267,30 @@ def decode_follower_result(body: memoryview) -> FollowerAppendResult:
     return FollowerAppendResult(ErrorCode(error), log_end, hw)
 
 
-def encode_fetch_result(result: FetchResult) -> bytes:
+def encode_fetch_result(result: FetchResult, followed: bool = False) -> bytes:
+    """A read's answer; `followed` says the replica parked its follow read (module docstring)."""
     out = bytearray(_FETCH_HEAD.pack(result.error, result.high_watermark, result.last_stable_offset,
                                      result.log_start_offset, result.next_offset, result.committed_end,
-                                     len(result.regions)))
+                                     len(result.regions), followed))
     for region in result.regions:
         path = region.path.encode()
         out += _REGION.pack(len(path), region.position, region.length, region.inode) + path
     return bytes(out)
 
 
+def follows(result: FetchResult) -> bool:
+    """Whether a read with a follow id that is answered `result` (not by a RELEASE) is followed:
+    it brought data, and up to the high watermark (its consumer has caught up)."""
+    return bool(result.regions) and result.error is ErrorCode.NONE and result.next_offset >= result.high_watermark
+
+
+def fetch_result_followed(body: memoryview) -> bool:
+    """Whether the replica parked the follow read of the read this answers."""
+    return bool(body[_FETCH_HEAD.size - 1])
+
+
 def decode_fetch_result(body: memoryview) -> FetchResult:
-    error, hw, lso, start, next_offset, committed_end, count = _FETCH_HEAD.unpack_from(body, 0)
+    error, hw, lso, start, next_offset, committed_end, count, _ = _FETCH_HEAD.unpack_from(body, 0)
     pos, regions = _FETCH_HEAD.size, []
     for _ in range(count):
         size, position, length, inode = _REGION.unpack_from(body, pos)

@@ -17,7 +17,20 @@ from typing import Callable
 from rafka.common.errors import ErrorCode
 from rafka.partition_worker.messages import FetchResult
 
-Answer = Callable[[asyncio.BaseTransport | None, int, FetchResult], None]
+
+@dataclass(frozen=True)
+class Follow:
+    """How a consumer's read goes on once answered with data (`data_channel`'s follow read):
+    parked again under `follow_id`, on the same connection, with the same limits."""
+
+    connection: int
+    follow_id: int
+    max_bytes: int
+    max_wait_ms: int
+
+
+# Writes a read's answer on its connection; given the read's `Follow` unless it was released.
+Answer = Callable[[asyncio.BaseTransport | None, int, FetchResult, "Follow | None"], None]
 
 
 @dataclass(eq=False)
@@ -28,6 +41,7 @@ class ParkedRead:
     request_id: int
     read_again: Callable[[], FetchResult]
     last: FetchResult
+    follow: Follow | None = None
     timer: asyncio.TimerHandle | None = field(default=None, repr=False)
 
 
@@ -45,10 +59,12 @@ class ParkedReads:
         return len(self._reads)
 
     def park(self, connection: int, transport: asyncio.BaseTransport | None, request_id: int,
-             read_again: Callable[[], FetchResult], empty: FetchResult, max_wait_ms: int) -> None:
+             read_again: Callable[[], FetchResult], empty: FetchResult, max_wait_ms: int,
+             follow: Follow | None = None) -> None:
         """Hold the read `request_id` of `connection` (any key unique per connection) until it has
-        data, is released or `max_wait_ms` passed; then answer it with what it read last."""
-        read = ParkedRead(transport, request_id, read_again, empty)
+        data, is released or `max_wait_ms` passed; then answer it with what it read last (with
+        its `follow`, unless it was released)."""
+        read = ParkedRead(transport, request_id, read_again, empty, follow)
         read.timer = asyncio.get_running_loop().call_later(max_wait_ms / 1000, self._finish, connection, read,
                                                            None)
         self._reads[read] = None
@@ -58,7 +74,7 @@ class ParkedReads:
         """Answer the read now with what there is (nothing to do if it was answered already)."""
         read = self._by_id.get((connection, request_id))
         if read is not None:
-            self._finish(connection, read, read.read_again())
+            self._finish(connection, read, read.read_again(), released=True)
 
     def wake(self) -> None:
         """Data came (an append, a high-watermark move): each parked read reads again, and those
@@ -104,10 +120,11 @@ class ParkedReads:
             if read.transport is not None:
                 read.transport.close()
 
-    def _finish(self, connection: int, read: ParkedRead, result: FetchResult | None) -> None:
+    def _finish(self, connection: int, read: ParkedRead, result: FetchResult | None, released: bool = False) -> None:
         if self._reads.pop(read, False) is False:
             return
         del self._by_id[(connection, read.request_id)]
         if read.timer is not None:
             read.timer.cancel()
-        self._answer(read.transport, read.request_id, read.last if result is None else result)
+        self._answer(read.transport, read.request_id, read.last if result is None else result,
+                     None if released else read.follow)

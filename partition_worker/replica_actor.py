@@ -33,7 +33,7 @@ from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.checkpoints import LeaderEpochCache, check_topic_id
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
 from rafka.partition_worker.log import PartitionLog
-from rafka.partition_worker.parked_reads import ParkedReads
+from rafka.partition_worker.parked_reads import Follow, ParkedReads
 from rafka.partition_worker.storage_failure import describe_os_error
 from rafka.partition_worker.messages import (
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, HIGH_WATERMARK_OFFSET, LATEST_TIMESTAMP, MAX_TIMESTAMP,
@@ -109,7 +109,7 @@ class PartitionReplica:
         self._awaiting_replication = 0        # acks=all appends not answered yet
         self._idle_task: asyncio.Task | None = None
         self._appended = asyncio.Event()   # for reads by actor call (`read`)
-        self._parked = ParkedReads(_write_answer)   # reads on the data socket waiting for data
+        self._parked = ParkedReads(self._answer_read)   # reads on the data socket waiting for data
         self._replicated = asyncio.Event()   # set (and replaced) whenever the high watermark moves
         self._expiry_task: asyncio.Task | None = None
         self._flush_task: asyncio.Task | None = None
@@ -366,19 +366,23 @@ class PartitionReplica:
                     else:
                         protocol.transport.write(dc.frame(request_id, dc.encode_produce_results(results)))
                 elif view[0] in (dc.OP_READ, dc.OP_READ_LOG_END, dc.OP_REPLICA_READ):
+                    follow = None
                     if view[0] != dc.OP_REPLICA_READ:
-                        offset, max_bytes, max_wait_ms, to_log_end = dc.decode_read(view)
+                        offset, max_bytes, max_wait_ms, to_log_end, follow_id = dc.decode_read(view)
                         result = self._read_now(offset, max_bytes, to_log_end)
+                        if follow_id and max_wait_ms > 0 and not to_log_end:
+                            follow = Follow(connection, follow_id, max_bytes, max_wait_ms)
                     else:
                         follower, epoch, offset, max_bytes, max_wait_ms = dc.decode_replica_read(view)
                         result = self.replica_read(follower, epoch, offset, max_bytes)
                     if _final(result, max_wait_ms):
-                        protocol.transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
+                        self._answer_read(protocol.transport, request_id, result, follow)
                     else:  # nothing to read yet: park until an append or the deadline
                         read_again = (lambda o=offset, m=max_bytes, e=to_log_end: self._read_now(o, m, e)) \
                             if view[0] != dc.OP_REPLICA_READ \
                             else (lambda f=follower, e=epoch, o=offset, m=max_bytes: self.replica_read(f, e, o, m))
-                        parked.park(connection, protocol.transport, request_id, read_again, result, max_wait_ms)
+                        parked.park(connection, protocol.transport, request_id, read_again, result, max_wait_ms,
+                                    follow)
                 elif view[0] == dc.OP_RELEASE:
                     parked.release(connection, dc.decode_release(view))
                 elif view[0] == dc.OP_LIST_OFFSET:
@@ -800,6 +804,22 @@ class PartitionReplica:
         return FetchResult(ErrorCode.NONE, hw, hw, start, regions, result.next_offset,
                            -1 if up_to_log_end else self._log.committed_end(regions[-1].path, hw))
 
+    def _answer_read(self, transport: asyncio.BaseTransport | None, request_id: int, result: FetchResult,
+                     follow: Follow | None) -> None:
+        """A read's answer on the connection it came from, while that is open; with `follow`,
+        and data up to the high watermark, its follow read parks at once at the next offset
+        (`data_channel`'s follow reads), and the answer says so."""
+        if transport is None or transport.is_closing():
+            return
+        followed = follow is not None and dc.follows(result)
+        transport.write(dc.frame(request_id, dc.encode_fetch_result(result, followed)))
+        if followed:
+            offset, max_bytes = result.next_offset, follow.max_bytes
+            waiting = FetchResult(ErrorCode.NONE, result.high_watermark, result.last_stable_offset,
+                                  result.log_start_offset)
+            self._parked.park(follow.connection, transport, follow.follow_id,
+                              lambda: self._read_now(offset, max_bytes), waiting, follow.max_wait_ms, follow)
+
     def _wake_fetchers(self) -> None:
         """Parked reads read again: those on the data socket here and now, those by actor call
         (`read`) once they run."""
@@ -808,10 +828,6 @@ class PartitionReplica:
         self._parked.wake()
 
 
-def _write_answer(transport: asyncio.BaseTransport | None, request_id: int, result: FetchResult) -> None:
-    """A parked read's answer, on the connection it came from while that is open."""
-    if transport is not None and not transport.is_closing():
-        transport.write(dc.frame(request_id, dc.encode_fetch_result(result)))
 
 
 def _final(result: FetchResult, max_wait_ms: int) -> bool:

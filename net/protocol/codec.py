@@ -578,9 +578,15 @@ def decode_request(frame: memoryview | bytes) -> tuple[RequestHeader, dict]:
     if not isinstance(frame, memoryview):
         frame = memoryview(frame)
     header, pos = decode_request_header(frame)
+    return header, decode_request_body(frame, header, pos)
+
+
+def decode_request_body(frame: memoryview, header: RequestHeader, pos: int) -> dict:
+    """The body of a request frame whose header `decode_request_header` read (ending at `pos`):
+    `decode_request` for a caller that looked at the header first."""
     read = _compiled(header.api_key, header.api_version, True, False)
     body, _ = _read(read, frame, pos, header.api_key, header.api_version, "request")
-    return header, body
+    return body
 
 
 def _read(read: Callable, buf: memoryview, pos: int, owner: int | str, version: int,

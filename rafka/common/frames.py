@@ -188,6 +188,12 @@ class FramedProtocol(asyncio.BufferedProtocol):
     def resume_writing(self) -> None:
         self._can_write.set()
 
+    def writable(self) -> bool:
+        """Whether a write now goes out without waiting: connected, not closing, and the
+        transport's buffer below its high-water mark."""
+        transport = self.transport
+        return transport is not None and self._can_write.is_set() and not transport.is_closing()
+
     async def drain(self) -> None:
         """Wait until the transport's write buffer is below its high-water mark."""
         if self.transport is None or self.transport.is_closing():

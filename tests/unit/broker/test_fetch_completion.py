@@ -198,3 +198,59 @@ def test_a_reused_read_whose_wait_ran_out_is_followed_by_a_read_of_the_fetch_its
         (answer,) = await asyncio.wait_for(fetch, PROMPTLY_S)
         assert answer.size == BATCH_BYTES and answer.next_offset == 6
     run_with_leaders(short_dir, scenario)
+
+
+def test_a_consumer_that_caught_up_finds_its_next_read_already_waiting_at_the_replica(short_dir):
+    """A read answered with everything up to the high watermark is followed: the replica parks
+    the same read at the next offset, so the consumer's next fetch there sends no read of its
+    own, and the next append answers it (and is followed again)."""
+    async def scenario(replicas, channels):
+        await read_to_the_end(channels)
+        (first,) = [channels[0].start_read(3, 1 << 20, LONG_WAIT_MS)]
+        writer = asyncio.ensure_future(append_soon(channels[0]))
+        (answer,) = await asyncio.wait_for(await_fetch([first], 1, LONG_WAIT_MS), PROMPTLY_S)
+        await writer
+        assert (answer.next_offset, answer.high_watermark) == (6, 6)
+        assert len(replicas[0]._parked) == 1            # its follow read, at offset 6
+        followed = channels[0].start_read(6, 1 << 20, LONG_WAIT_MS)
+        assert followed.reused and not followed.answer.done()
+        writer = asyncio.ensure_future(append_soon(channels[0], 2))
+        (answer,) = await asyncio.wait_for(await_fetch([followed], 1, LONG_WAIT_MS), PROMPTLY_S)
+        await writer
+        assert answer.size >= BATCH_BYTES and answer.next_offset in (9, 12)
+        # the follow read followed itself: the next read at its end waits at the replica already,
+        # or (both appends read at once) finds the second batch there
+        after = channels[0].start_read(answer.next_offset, 1 << 20, LONG_WAIT_MS)
+        assert after.reused
+    run_with_leaders(short_dir, scenario, partitions=1)
+
+
+def test_a_follow_read_not_taken_leaves_other_offsets_a_read_of_their_own(short_dir):
+    """A consumer that seeks back after catching up gets its own read; the follow read stays
+    for a consumer at the end, and answers the next append there."""
+    async def scenario(replicas, channels):
+        await read_to_the_end(channels)
+        first = channels[0].start_read(3, 1 << 20, LONG_WAIT_MS)
+        writer = asyncio.ensure_future(append_soon(channels[0]))
+        await asyncio.wait_for(await_fetch([first], 1, LONG_WAIT_MS), PROMPTLY_S)
+        await writer
+        back = channels[0].start_read(0, 1 << 20, LONG_WAIT_MS)
+        assert not back.reused
+        assert (await asyncio.wait_for(back.answer, PROMPTLY_S)).next_offset == 6
+        at_end = channels[0].start_read(6, 1 << 20, LONG_WAIT_MS)
+        assert at_end.reused
+        writer = asyncio.ensure_future(append_soon(channels[0]))
+        (answer,) = await asyncio.wait_for(await_fetch([at_end], 1, LONG_WAIT_MS), PROMPTLY_S)
+        await writer
+        assert answer.size == BATCH_BYTES and answer.next_offset == 9
+    run_with_leaders(short_dir, scenario, partitions=1)
+
+
+def test_a_read_with_no_wait_is_never_followed(short_dir):
+    async def scenario(replicas, channels):
+        await read_to_the_end(channels)
+        await append_soon(channels[0])
+        assert (await channels[0].read(3, 1 << 20)).next_offset == 6   # max wait 0: answered at once
+        assert len(replicas[0]._parked) == 0
+        assert not channels[0].start_read(6, 1 << 20, LONG_WAIT_MS).reused
+    run_with_leaders(short_dir, scenario, partitions=1)

@@ -7,7 +7,7 @@ import asyncio
 
 from rafka.common.errors import ErrorCode
 from rafka.partition_worker.messages import FetchResult, Region
-from rafka.partition_worker.parked_reads import ParkedReads
+from rafka.partition_worker.parked_reads import Follow, ParkedReads
 
 EMPTY = FetchResult(ErrorCode.NONE, 5, 5, 0)
 DATA = FetchResult(ErrorCode.NONE, 6, 6, 0, (Region("/seg", 0, 70, 1),), 6)
@@ -40,7 +40,7 @@ def with_reads(scenario) -> list:
     answers: list = []
 
     async def main():
-        reads = ParkedReads(lambda transport, request_id, result: answers.append((request_id, result)))
+        reads = ParkedReads(lambda transport, request_id, result, follow: answers.append((request_id, result)))
         await scenario(reads, Log())
     asyncio.run(main())
     return answers
@@ -115,3 +115,19 @@ def test_a_wake_during_a_wake_goes_round_again():
         reads.wake()
         assert len(reads) == 1            # the follower's read waits on
     assert with_reads(scenario) == [(1, DATA)]
+
+
+def test_a_woken_read_is_answered_with_its_follow_and_a_released_one_without():
+    follow = Follow(1, 99, 1 << 20, LONG_WAIT_MS)
+    answers: list = []
+
+    async def main():
+        reads = ParkedReads(lambda transport, request_id, result, f: answers.append((request_id, result, f)))
+        log, other = Log(), Log()
+        reads.park(1, Transport(), 7, log.read, EMPTY, LONG_WAIT_MS, follow)
+        reads.park(1, Transport(), 8, other.read, EMPTY, LONG_WAIT_MS, follow)
+        log.has_data = other.has_data = True
+        reads.release(1, 8)               # released with data: never followed
+        reads.wake()
+    asyncio.run(main())
+    assert answers == [(8, DATA, None), (7, DATA, follow)]

@@ -31,12 +31,25 @@ def test_produce_results_round_trip():
 
 
 def test_read_and_fetch_result_round_trip():
-    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 500))) == (42, 1 << 20, 500, False)
-    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 0, up_to_log_end=True))) == (42, 1 << 20, 0, True)
+    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 500))) == (42, 1 << 20, 500, False, 0)
+    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 0, up_to_log_end=True))) == (42, 1 << 20, 0, True, 0)
+    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 500, follow_id=2**32 - 1))) == (
+        42, 1 << 20, 500, False, 2**32 - 1)
     result = FetchResult(ErrorCode.NONE, 100, 100, 0, (Region("/data/t-0/00000000000000000000.log", 0, 4096, 7),
                                                       Region("/data/t-0/00000000000000000090.log", 12, 99, 2**40)),
                          next_offset=95, committed_end=4096)
-    assert dc.decode_fetch_result(memoryview(dc.encode_fetch_result(result))) == result
+    for followed in (False, True):
+        body = memoryview(dc.encode_fetch_result(result, followed))
+        assert dc.decode_fetch_result(body) == result
+        assert dc.fetch_result_followed(body) is followed
+
+
+def test_a_read_is_followed_only_when_it_brought_data_up_to_the_high_watermark():
+    region = (Region("/data/t-0/00000000000000000000.log", 0, 70, 7),)
+    assert dc.follows(FetchResult(ErrorCode.NONE, 10, 10, 0, region, next_offset=10))
+    assert not dc.follows(FetchResult(ErrorCode.NONE, 12, 12, 0, region, next_offset=10))   # more to read
+    assert not dc.follows(FetchResult(ErrorCode.NONE, 10, 10, 0))                              # nothing came
+    assert not dc.follows(FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, 10, 10, 0))
 
 
 def test_socket_paths_fit_the_unix_limit_even_for_long_topic_names():
