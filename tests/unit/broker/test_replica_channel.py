@@ -192,6 +192,22 @@ def test_list_offsets_go_over_the_socket_in_order_with_the_appends_queued_before
     run_with_replica(short_dir, scenario)
 
 
+def test_appends_written_at_once_and_appends_queued_while_the_socket_is_full_keep_their_order(short_dir):
+    """A connected channel writes a request straight to the socket while the socket takes more,
+    and queues it behind the others once it does not: 12 MiB queued without awaiting fills it,
+    and every append lands in the order it was made."""
+    big = encode_batch([Record(0, NOW, None, b"v" * (200 << 10))])
+
+    async def scenario(replica, channel):
+        assert (await channel.append(batch(), 1)).error is ErrorCode.NONE     # connected now
+        appends = [channel.append(big, 1) for _ in range(60)]
+        assert channel._outbox                                                # the last ones had to wait
+        results = [await a for a in appends]
+        assert [r.error for r in results] == [ErrorCode.NONE] * 60
+        assert [r.base_offset for r in results] == list(range(3, 63))
+    run_with_replica(short_dir, scenario, config=LogConfig(retention_ms=-1, retention_bytes=-1))
+
+
 def test_delete_records_goes_over_the_socket_so_a_lookup_right_after_sees_it(short_dir):
     """confluent-kafka's admin client sends DeleteRecords and then ListOffsets(earliest) without
     waiting in between: the lookup must see the new log start."""
