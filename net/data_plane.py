@@ -109,7 +109,12 @@ class ReplicaChannel:
         return request_id, future
 
     def _new_id(self) -> int:
-        return (next(self._ids) & 0xFFFFFFFF) or (next(self._ids) & 0xFFFFFFFF)   # 0 is no request
+        """A request id (u32, never 0) not in use: a chain of follow reads keeps its id for as
+        long as its consumer stays at the end, past any wrap of the counter."""
+        while True:
+            request_id = next(self._ids) & 0xFFFFFFFF
+            if request_id and request_id not in self._pending:
+                return request_id
 
     def _queue(self, request_id: int, parts: list) -> None:
         length = 4 + sum(len(p) for p in parts)

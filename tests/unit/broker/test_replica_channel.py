@@ -279,3 +279,12 @@ def test_a_follower_read_parked_before_a_close_never_counts_for_the_partition_op
                 channel.close()
             replica.close()
     asyncio.run(main())
+
+
+def test_request_ids_wrap_around_the_ids_still_waiting():
+    async def scenario():
+        channel = ReplicaChannel(None, "/nonexistent.sock")
+        channel._ids = iter([0xFFFFFFFF, 0x100000000, 0x100000001, 0x100000002])   # wraps to 0, 1, 2
+        channel._pending[1] = (asyncio.get_running_loop().create_future(), None, None)   # a follow read's
+        assert [channel._new_id(), channel._new_id()] == [0xFFFFFFFF, 2]
+    asyncio.run(scenario())
