@@ -123,6 +123,8 @@ class GroupCoordinator:
         self._loading: dict[int, asyncio.Task] = {}
         self._pending: dict[int, asyncio.Future] = {}
         self._token_groups: dict[int, str] = {}  # pending token -> the group its request is for
+        # group id -> done once its metadata write under way (and what follows from it) is over
+        self._writing: dict[str, asyncio.Future] = {}
         self._next_token = 0
         self._timer_wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
@@ -248,6 +250,12 @@ class GroupCoordinator:
             return SyncResponse(ErrorCode.REBALANCE_IN_PROGRESS)  # Kafka: the member rejoins once loaded
         if code is not ErrorCode.NONE:
             return SyncResponse(code)
+        writing = self._writing.get(request.group_id)
+        if writing is not None:
+            # As Kafka's CompletingRebalance until storeGroup's callback: no member gets an
+            # assignment before it is written (a follower's SyncGroup that comes while the
+            # leader's is being written is answered with it, after it; or with the failure).
+            await asyncio.shield(writing)
         return await self._call(request.group_id, lambda token, now: self.state.sync(token, request, now))
 
     async def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResponse:
@@ -285,6 +293,26 @@ class GroupCoordinator:
         JoinGroup/SyncGroup answers of that group that carried no error get the write's error
         (mapped as Kafka maps it), and the group forgets the assignment and rebalances."""
         failed: dict[str, tuple[ErrorCode, int]] = {}  # group id -> (answer, generation written)
+        groups = {snapshot.group_id for snapshot in outcome.persist}
+        if not groups:
+            self._complete(outcome)
+        else:
+            writing = asyncio.get_running_loop().create_future()
+            for group_id in groups:
+                self._writing[group_id] = writing
+            try:
+                await self._write_and_complete(outcome, failed)
+            finally:
+                for group_id in groups:
+                    if self._writing.get(group_id) is writing:
+                        del self._writing[group_id]
+                writing.set_result(None)
+        if wake_timers:
+            self._timer_wake.set()
+
+    async def _write_and_complete(self, outcome: Outcome, failed: dict[str, tuple[ErrorCode, int]]) -> None:
+        """`_apply`'s write of the group metadata, then the outcome's answers (a SyncGroup of
+        the group that comes meanwhile waits: see `sync`)."""
         if outcome.persist:
             by_partition: dict[int, list] = {}
             for snapshot in outcome.persist:
@@ -310,8 +338,6 @@ class GroupCoordinator:
         for group_id, (_, generation_id) in failed.items():
             await self._apply(self.state.metadata_not_stored(group_id, generation_id, self._clock_ms()),
                               wake_timers=False)
-        if wake_timers:
-            self._timer_wake.set()
 
     def _complete(self, outcome: Outcome, failed: dict[str, ErrorCode] | None = None) -> None:
         for token, response in outcome.completions:

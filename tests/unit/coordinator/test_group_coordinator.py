@@ -298,3 +298,59 @@ def test_a_failed_load_is_retried_while_the_partition_is_led_here():
         await coordinator.stop()
         await other.stop()
     run(asyncio.wait_for(go(), 20))
+
+
+class GatedOffsets(MemoryOffsets):
+    """Appends wait for `write_gate` once it is set (a write to `__consumer_offsets` under way)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.write_gate: asyncio.Event | None = None
+        self.writing = asyncio.Event()
+
+    async def append(self, partition: int, batch: bytes) -> ErrorCode:
+        if self.write_gate is not None:
+            self.writing.set()
+            await self.write_gate.wait()
+        return await super().append(partition, batch)
+
+
+@pytest.mark.parametrize("write_fails", [False, True])
+def test_a_follower_syncing_while_the_leaders_assignment_is_written_gets_it_only_once_written(write_fails):
+    """Kafka keeps the group CompletingRebalance until storeGroup's callback: a follower's
+    SyncGroup that arrives while the leader's assignment is being written is answered after the
+    write, with its assignment, or with the write's error when it fails; never before."""
+    async def go():
+        storage = GatedOffsets()
+        coordinator = await loaded(storage)
+        leader = (await coordinator.join(join())).member_id
+        assert (await coordinator.join(join(leader))).error is ErrorCode.NONE
+        second = asyncio.ensure_future(coordinator.join(join()))         # a second member: a rebalance
+        follower = None
+        for _ in range(200):                                             # its first join answers MEMBER_ID_REQUIRED
+            if second.done():
+                follower = second.result().member_id
+                break
+            await asyncio.sleep(0.01)
+        joined = [asyncio.ensure_future(coordinator.join(join(follower))),
+                  asyncio.ensure_future(coordinator.join(join(leader)))]
+        generation = (await asyncio.wait_for(joined[1], 10)).generation_id
+        storage.write_gate = asyncio.Event()
+        if write_fails:
+            storage.fail_with = ErrorCode.NOT_LEADER_OR_FOLLOWER
+        leader_sync = asyncio.ensure_future(coordinator.sync(SyncRequest(
+            GROUP, generation, leader, None, "consumer", "range", ((leader, b"L"), (follower, b"F")))))
+        await asyncio.wait_for(storage.writing.wait(), 10)
+        follower_sync = asyncio.ensure_future(coordinator.sync(SyncRequest(
+            GROUP, generation, follower, None, "consumer", "range", ())))
+        await asyncio.sleep(0.05)                                        # (it would be answered by now)
+        assert not follower_sync.done() and not leader_sync.done()
+        storage.write_gate.set()
+        answers = await asyncio.wait_for(asyncio.gather(leader_sync, follower_sync), 10)
+        if write_fails:
+            assert [a.assignment for a in answers] == [b"", b""]
+            assert all(a.error is not ErrorCode.NONE for a in answers)
+        else:
+            assert [(a.error, a.assignment) for a in answers] == [(ErrorCode.NONE, b"L"), (ErrorCode.NONE, b"F")]
+        await coordinator.stop()
+    run(asyncio.wait_for(go(), 30))
