@@ -103,10 +103,15 @@ class ReplicaChannel:
                          if_lost: Any) -> tuple[int, asyncio.Future]:
         """`_submit`, with the request's id (to release it if it parks)."""
         request_id = self._new_id()
-        future = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = (future, decode, if_lost)
+        future = self._expect(request_id, decode, if_lost)
         self._queue(request_id, parts)
         return request_id, future
+
+    def _expect(self, request_id: int, decode: Callable[[memoryview], Any], if_lost: Any) -> asyncio.Future:
+        """The future of the answer to come under `request_id`."""
+        future = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = (future, decode, if_lost)
+        return future
 
     def _new_id(self) -> int:
         """A request id (u32, never 0) not in use: a chain of follow reads keeps its id for as
@@ -201,15 +206,12 @@ class ReplicaChannel:
                 done = asyncio.get_running_loop().create_future()
                 done.set_result(result)
                 return PendingRead(done, self, 0)
-        # (no task per read: the answer is decoded, and the window opened, as it arrives)
-        if max_wait_ms <= 0:
-            request_id, future = self._submit_numbered([dc.encode_read(fetch_offset, max_bytes, 0)],
-                                                       self._read_answer, _LOST_READ)
-            return PendingRead(future, self, request_id, fetch_offset, max_bytes)
-        follow_id = self._new_id()
+        # (no task per read: the answer is decoded, and the window opened, as it arrives; a
+        # read that may wait names a follow id)
+        follow_id = self._new_id() if max_wait_ms > 0 else 0
         request_id, future = self._submit_numbered(
             [dc.encode_read(fetch_offset, max_bytes, max_wait_ms, follow_id=follow_id)],
-            lambda body: self._read_answer(body, follow_id, max_bytes), _LOST_READ)
+            self._read_answer_of(follow_id, max_bytes), _LOST_READ)
         return PendingRead(future, self, request_id, fetch_offset, max_bytes)
 
     def set_aside(self, read: "PendingRead") -> FetchResult | None:
@@ -249,8 +251,7 @@ class ReplicaChannel:
     def _followed(self, follow_id: int, fetch_offset: int, max_bytes: int) -> None:
         """The replica parked the follow read `follow_id` at `fetch_offset`: keep it for the next
         read there (replacing one already there; the oldest is released beyond FOLLOW_SLOTS)."""
-        future = asyncio.get_running_loop().create_future()
-        self._pending[follow_id] = (future, lambda body: self._read_answer(body, follow_id, max_bytes), _LOST_READ)
+        future = self._expect(follow_id, self._read_answer_of(follow_id, max_bytes), _LOST_READ)
         follow = PendingRead(future, self, follow_id, fetch_offset, max_bytes)
         old = self._follows.pop(fetch_offset, None)
         if old is not None and old.request_id != follow_id:
@@ -288,6 +289,12 @@ class ReplicaChannel:
         """Hand a local follower replica the batches its leader answered a fetch with."""
         return await self._submit(dc.encode_follower_append(records, leader_high_watermark, leader_log_start_offset),
                                   dc.decode_follower_result, FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+
+    def _read_answer_of(self, follow_id: int, max_bytes: int) -> Callable[[memoryview], FetchResult]:
+        """How a consumer's read with `follow_id` (0: none) is answered."""
+        if not follow_id:
+            return self._read_answer
+        return lambda body: self._read_answer(body, follow_id, max_bytes)
 
     def _read_answer(self, body: memoryview, follow_id: int = 0, max_bytes: int = 0) -> FetchResult:
         """A consumer's read answered: open the window after its data, and keep its follow read

@@ -77,6 +77,7 @@ class _Connection:
         self.share = self._memory.open(self._resume, label=peer)
         self.protocol = FramedProtocol(4, self._body_length, self._on_frame, gate=self)
         self.protocol.on_refused = self._on_refused  # type: ignore[method-assign]
+        self.protocol.closed.add_done_callback(self._wake_sender)
         self.bytes_written = 0
         self._moved = 0           # bytes read + written when the idle check last saw a change
         self._active_at = asyncio.get_running_loop().time()
@@ -119,13 +120,12 @@ class _Connection:
         cost = self._memory.frame_read(self.share)
         work = asyncio.ensure_future(self._server.handler.handle(memoryview(body), self.peer))
         self._queue.append((work, cost))
-        wakeup = self._wakeup
-        if wakeup is not None and not wakeup.done():
-            wakeup.set_result(None)
+        self._wake_sender()
         if not self._memory.may_start_frame(self.share):
             self._pause()
 
-    def _wake_on_close(self, _: asyncio.Future) -> None:
+    def _wake_sender(self, _: object = None) -> None:
+        """A frame came, or the connection closed: an idle sender looks again."""
         wakeup = self._wakeup
         if wakeup is not None and not wakeup.done():
             wakeup.set_result(None)
@@ -139,12 +139,10 @@ class _Connection:
                     if protocol.closed.done():
                         return
                     # (a plain future, woken by the next frame or the close: no task per wait)
-                    self._wakeup = wakeup = loop.create_future()
-                    protocol.closed.add_done_callback(self._wake_on_close)
+                    self._wakeup = loop.create_future()
                     try:
-                        await wakeup
+                        await self._wakeup
                     finally:
-                        protocol.closed.remove_done_callback(self._wake_on_close)
                         self._wakeup = None
                 work, cost = self._queue[0]
                 try:

@@ -292,7 +292,6 @@ class GroupCoordinator:
         A failed write is never answered as a success (Kafka's storeGroup callback): the
         JoinGroup/SyncGroup answers of that group that carried no error get the write's error
         (mapped as Kafka maps it), and the group forgets the assignment and rebalances."""
-        failed: dict[str, tuple[ErrorCode, int]] = {}  # group id -> (answer, generation written)
         groups = {snapshot.group_id for snapshot in outcome.persist}
         if not groups:
             self._complete(outcome)
@@ -301,7 +300,7 @@ class GroupCoordinator:
             for group_id in groups:
                 self._writing[group_id] = writing
             try:
-                await self._write_and_complete(outcome, failed)
+                await self._write_and_complete(outcome)
             finally:
                 for group_id in groups:
                     if self._writing.get(group_id) is writing:
@@ -310,30 +309,30 @@ class GroupCoordinator:
         if wake_timers:
             self._timer_wake.set()
 
-    async def _write_and_complete(self, outcome: Outcome, failed: dict[str, tuple[ErrorCode, int]]) -> None:
+    async def _write_and_complete(self, outcome: Outcome) -> None:
         """`_apply`'s write of the group metadata, then the outcome's answers (a SyncGroup of
         the group that comes meanwhile waits: see `sync`)."""
-        if outcome.persist:
-            by_partition: dict[int, list] = {}
-            for snapshot in outcome.persist:
-                by_partition.setdefault(self.partition_for(snapshot.group_id), []).extend(
-                    records.records_for_group(snapshot))
-            for partition, pairs in by_partition.items():
-                try:
-                    code = await self._storage.append(partition,
-                                                      records.encode_offsets_batch(pairs, self._clock_ms()))
-                except Exception as e:  # noqa: BLE001 - a lost replica: the write failed, the group goes on
-                    self._log.warning("writing group metadata to %s-%d failed: %r", OFFSETS_TOPIC, partition, e)
-                    code = ErrorCode.UNKNOWN_SERVER_ERROR
-                written = [s for s in outcome.persist if self.partition_for(s.group_id) == partition]
-                if code is not ErrorCode.NONE:
-                    self._log.warning("could not store group metadata in %s-%d: %s", OFFSETS_TOPIC, partition,
-                                      code.name)
-                    for snapshot in written:
-                        failed[snapshot.group_id] = (_STORE_GROUP_ERRORS.get(code, code), snapshot.generation_id)
-                else:
-                    for snapshot in written:
-                        self.offsets.store_group(snapshot)
+        failed: dict[str, tuple[ErrorCode, int]] = {}  # group id -> (answer, generation written)
+        by_partition: dict[int, list] = {}
+        for snapshot in outcome.persist:
+            by_partition.setdefault(self.partition_for(snapshot.group_id), []).extend(
+                records.records_for_group(snapshot))
+        for partition, pairs in by_partition.items():
+            try:
+                code = await self._storage.append(partition,
+                                                  records.encode_offsets_batch(pairs, self._clock_ms()))
+            except Exception as e:  # noqa: BLE001 - a lost replica: the write failed, the group goes on
+                self._log.warning("writing group metadata to %s-%d failed: %r", OFFSETS_TOPIC, partition, e)
+                code = ErrorCode.UNKNOWN_SERVER_ERROR
+            written = [s for s in outcome.persist if self.partition_for(s.group_id) == partition]
+            if code is not ErrorCode.NONE:
+                self._log.warning("could not store group metadata in %s-%d: %s", OFFSETS_TOPIC, partition,
+                                  code.name)
+                for snapshot in written:
+                    failed[snapshot.group_id] = (_STORE_GROUP_ERRORS.get(code, code), snapshot.generation_id)
+            else:
+                for snapshot in written:
+                    self.offsets.store_group(snapshot)
         self._complete(outcome, {g: answer for g, (answer, _) in failed.items()})
         for group_id, (_, generation_id) in failed.items():
             await self._apply(self.state.metadata_not_stored(group_id, generation_id, self._clock_ms()),
