@@ -245,13 +245,21 @@ def instant_broker(topic: str, partitions: int, records: int, record_size: int,
                    timeout_s: float = 60.0) -> Iterator[str]:
     """Run an InstantBroker in a process of its own (as a broker would be, so it does not share
     the client's interpreter) holding `records` records over `partitions`; yield its address."""
-    argv = [sys.executable, __file__, topic, str(partitions), str(records), str(record_size)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
+    with stand_in_process([__file__, topic, str(partitions), str(records), str(record_size)],
+                          "the instant broker", timeout_s) as address:
+        yield address
+
+
+@contextlib.contextmanager
+def stand_in_process(args: list[str], name: str, timeout_s: float = 60.0) -> Iterator[str]:
+    """Run `python args...`, a stand-in broker that prints its address once it listens; yield
+    the address, and stop the process (SIGTERM, then SIGKILL after 10 s) when done."""
+    proc = subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, text=True)
     try:
         ready = select.select([proc.stdout], [], [], timeout_s)[0]
         address = proc.stdout.readline().strip() if ready else ""
         if not address:
-            raise RuntimeError(f"the instant broker did not start within {timeout_s:.0f} s (exit {proc.poll()})")
+            raise RuntimeError(f"{name} did not start within {timeout_s:.0f} s (exit {proc.poll()})")
         yield address
     finally:
         proc.terminate()

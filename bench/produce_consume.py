@@ -28,7 +28,9 @@ It measures:
   6. the client's ceilings: produce() calls/s into the local queue with no broker reachable,
      and the same consumer against a stand-in broker that answers every fetch at once from
      memory (bench/_instant_broker.py), plus the consumer's CPU bound; best of
-     --ceiling-runs, as a ceiling is the most that was reached;
+     --ceiling-runs, as a ceiling is the most that was reached; and the end-to-end latency
+     floor: the latency run of 3. against a one-process in-memory Python stand-in broker
+     (bench/_instant_log.py), --ceiling-runs times, printed with the latency runs;
   7. machine limits: loopback TCP throughput and dd's sequential disk write rate;
   8. the PSS of the idle rafka cluster (Ray session + ZooKeeper), against 1.2 GiB, and the
      seconds `rafka up --detach` takes to serve, against 15 s.
@@ -57,6 +59,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import _cpu_profile
+import _instant_log
 import _kafka
 import _machine
 import _procmem
@@ -82,6 +85,7 @@ IDLE_SETTLE_S = 3.0
 IDLE_TOPIC = "bench-idle"
 IDLE_TOPICS_PREFIX = "bench-idle-topic-"
 WARM_UP_TOPIC = "bench-warm-up"
+FLOOR = "instant log"   # the latency floor's broker label (bench/_instant_log.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,9 +105,10 @@ def machine_phases(results: Results, data_dir: Path) -> None:
     results.disk = run_phase(results, "disk write (dd)", lambda: _machine.disk_write_rate(data_dir), 180)
 
 
-def ceiling_phases(results: Results, records: dict[int, int], runs: int) -> None:
+def ceiling_phases(results: Results, records: dict[int, int], runs: int, latency_s: float) -> None:
     """confluent-kafka's enqueue rate with no broker and its consume rate from the instant
-    stand-in broker, per record size; `runs` runs of each (a ceiling is the best of them)."""
+    stand-in broker, per record size; `runs` runs of each (a ceiling is the best of them); and,
+    `latency_s` > 0, `runs` end-to-end latency runs against the instant log (the floor)."""
     for size in RECORD_SIZES:
         done = [value for run in range(1, runs + 1)
                 if (value := run_phase(results, f"client enqueue ceiling {size_label(size)} (run {run}/{runs})",
@@ -118,6 +123,14 @@ def ceiling_phases(results: Results, records: dict[int, int], runs: int) -> None
                 results.consume_ceiling.append(value)
                 log(f"  instant broker {size_label(size)}: consume {value.rps:,.0f} rec/s"
                     f" (librdkafka defaults {value.defaults_rps:,.0f})")
+    if latency_s > 0:
+        with _instant_log.instant_log() as bootstrap:
+            for run in range(1, runs + 1):
+                value = run_phase(results, f"{FLOOR} end-to-end latency at {LATENCY_RATE:,} rec/s (run {run}/{runs})",
+                                  lambda: _kafka.end_to_end_latency(FLOOR, bootstrap, LATENCY_RATE, latency_s,
+                                                                    pair=run), latency_s + 300)
+                if value is not None:
+                    results.latency.append(value)
 
 
 def warm(results: Results, target: Target) -> None:
@@ -306,6 +319,12 @@ def measurements_text(results: Results) -> str:
         lines.append(f"  client consume ceiling {size_label(c.record_size):>6}: {c.rps:,.0f} rec/s"
                      f" (consumer CPU {c.client_core_share:.0%}), {c.defaults_rps:,.0f} rec/s with librdkafka"
                      f" defaults; instant in-memory stand-in broker")
+    floor = spread_of(r.p99_ms for r in results.latency if r.broker == FLOOR)
+    if floor:
+        p50 = spread_of(r.p50_ms for r in results.latency if r.broker == FLOOR)
+        lines.append(f"  end-to-end latency floor at {LATENCY_RATE:,} rec/s: p50 {p50.median:.1f} ms, p99 {floor.median:.1f} ms"
+                     f" [{floor.low:.1f}-{floor.high:.1f}] over {len(floor.values)} runs; one-process in-memory"
+                     " Python stand-in broker (instant log)")
     for e in results.enqueue.values():
         lines.append(f"  client enqueue ceiling {size_label(e.record_size):>6}: {e.rps:,.0f} rec/s"
                      f" ({e.mbps:,.1f} MB/s), {e.records:,} produce() calls, no broker, best run")
@@ -410,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
         log(f"data dir {data_dir}, {args.pairs} pairs, records per run {records}, load average"
             f" {os.getloadavg()[0]:.1f}")
         machine_phases(results, data_dir)
-        ceiling_phases(results, records, args.ceiling_runs)
+        ceiling_phases(results, records, args.ceiling_runs, args.latency_seconds)
         with contextlib.ExitStack() as brokers:
             targets = start_brokers(results, brokers, data_dir, which)
             pair_phases(results, targets, args.pairs, records, args.latency_seconds, args.idle_topics)
