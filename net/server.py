@@ -28,7 +28,7 @@ import os
 import socket
 import struct
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from rafka.common.errors import KafkaError
@@ -50,6 +50,9 @@ LISTEN_BACKLOG = 512
 # of a log gets a fetch response a record long per record), and a copy this small costs less
 # than the syscalls saved.
 INLINE_REGION_BYTES = 16 * 1024
+# What a region's rest is copied in, on event loops without sendfile (uvloop), each piece
+# written once the transport has room for it.
+SENDFILE_COPY_BYTES = 256 * 1024
 
 
 class CloseConnection(Exception):
@@ -96,8 +99,15 @@ class _Connection:
     def grant(self, length: int, got: int) -> int:
         n = self._memory.grant(self.share, length, got)
         if self.share.waiting is not Wait.NONE:
-            self._pause()
+            # Not here and now: this runs inside the transport's get_buffer, and uvloop (Ray's
+            # event loop in its workers) crashes when reading stops there. After this read the
+            # share may have been let in again: then reading goes on.
+            asyncio.get_running_loop().call_soon(self._pause_if_waiting)
         return n
+
+    def _pause_if_waiting(self) -> None:
+        if self.share.waiting is not Wait.NONE:
+            self._pause()
 
     def _pause(self) -> None:
         transport = self.protocol.transport
@@ -189,7 +199,7 @@ class _Connection:
                 if isinstance(step, bytes):
                     transport.write(step)
                 else:
-                    await _sendfile(loop, transport, *step)
+                    await _sendfile(loop, transport, *step, drain=self.protocol.drain)
             await self.protocol.drain()
         finally:
             cache.release(files)
@@ -229,13 +239,15 @@ def _read_region(f: Any, position: int, length: int) -> bytes:
 
 
 async def _sendfile(loop: asyncio.AbstractEventLoop, transport: asyncio.Transport, f: Any, position: int,
-                    length: int) -> None:
+                    length: int, *, drain: Callable[[], Awaitable[None]]) -> None:
     """Send `length` bytes of `f` from `position` after what the transport has written.
 
     The socket usually takes a whole region at once: then one `os.sendfile` call does it,
     without `loop.sendfile`'s round of the event loop per region (writer registration,
     reading paused and resumed, file position restored). Whatever is left, or anything
-    while the transport still holds unsent bytes, goes through `loop.sendfile`, which waits.
+    while the transport still holds unsent bytes, goes through `loop.sendfile`, which waits;
+    on a loop without it (uvloop, which Ray installs in its workers when it is there) it is
+    copied in pieces of SENDFILE_COPY_BYTES, each once `drain` says the transport has room.
     """
     sock = transport.get_extra_info("socket")
     if sock is not None and transport.get_write_buffer_size() == 0:
@@ -244,8 +256,16 @@ async def _sendfile(loop: asyncio.AbstractEventLoop, transport: asyncio.Transpor
         except (BlockingIOError, InterruptedError):
             sent = 0
         position, length = position + sent, length - sent
-    if length > 0:
+    if length > 0 and isinstance(loop, asyncio.BaseEventLoop):
         await loop.sendfile(transport, f, position, length, fallback=True)
+        return
+    while length > 0:
+        piece = os.pread(f.fileno(), min(length, SENDFILE_COPY_BYTES), position)
+        if not piece:
+            raise CloseConnection(f"a segment file of the fetch response ended {length} bytes short")
+        transport.write(piece)
+        position, length = position + len(piece), length - len(piece)
+        await drain()
 
 
 class KafkaServer:

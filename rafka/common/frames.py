@@ -34,8 +34,10 @@ class FrameError(Exception):
 class ReadGate(Protocol):
     def grant(self, length: int, got: int) -> int:
         """How many more body bytes of a frame of `length` (`got` read so far) may be read now:
-        at least 1. A gate that wants no more pauses the transport's reading itself and
-        grants the one byte the current read may still bring."""
+        at least 1. A gate that wants no more pauses the transport's reading itself, once the
+        current read is handled (never from inside `get_buffer`: uvloop's transports crash when
+        reading stops while a read buffer is being taken), and grants a byte to each read
+        until then."""
 
 
 class FramedProtocol(asyncio.BufferedProtocol):
