@@ -99,10 +99,14 @@ class _Connection:
     def grant(self, length: int, got: int) -> int:
         n = self._memory.grant(self.share, length, got)
         if self.share.waiting is not Wait.NONE:
-            # Not here and now: this runs inside the transport's get_buffer, and uvloop (Ray's
-            # event loop in its workers) crashes when reading stops there. After this read the
-            # share may have been let in again: then reading goes on.
-            asyncio.get_running_loop().call_soon(self._pause_if_waiting)
+            loop = asyncio.get_running_loop()
+            if isinstance(loop, asyncio.BaseEventLoop):
+                self._pause()
+            else:
+                # Not here and now: this runs inside the transport's get_buffer, and uvloop
+                # (Ray's event loop in its workers) crashes when reading stops there. After this
+                # read the share may have been let in again: then reading goes on.
+                loop.call_soon(self._pause_if_waiting)
         return n
 
     def _pause_if_waiting(self) -> None:

@@ -34,10 +34,9 @@ class FrameError(Exception):
 class ReadGate(Protocol):
     def grant(self, length: int, got: int) -> int:
         """How many more body bytes of a frame of `length` (`got` read so far) may be read now:
-        at least 1. A gate that wants no more pauses the transport's reading itself, once the
-        current read is handled (never from inside `get_buffer`: uvloop's transports crash when
-        reading stops while a read buffer is being taken), and grants a byte to each read
-        until then."""
+        at least 1. A gate that wants no more pauses the transport's reading itself (on
+        uvloop once the current read is handled: its transports crash when reading stops
+        inside `get_buffer`) and grants a byte to each read until then."""
 
 
 class FramedProtocol(asyncio.BufferedProtocol):
