@@ -68,14 +68,13 @@ class MemoryPartition:
         """Whole batches from the one holding `offset`, up to `max_bytes` (at least one)."""
         if offset >= self.end_offset:
             return b""
+        batches = self.batches
         first = max(0, bisect.bisect_right(self.base_offsets, offset) - 1)
-        out, size = [self.batches[first]], len(self.batches[first])
-        for batch in self.batches[first + 1:]:
-            if size + len(batch) > max_bytes:
-                break
-            out.append(batch)
-            size += len(batch)
-        return b"".join(out)
+        last, size = first + 1, len(batches[first])
+        while last < len(batches) and size + len(batches[last]) <= max_bytes:
+            size += len(batches[last])
+            last += 1
+        return b"".join(batches[first:last])
 
 
 @dataclass(eq=False)
@@ -267,7 +266,7 @@ class _Connection(asyncio.Protocol):
 
     def send(self, parts: list) -> None:
         if self._transport is not None and not self._transport.is_closing():
-            payload = b"".join(bytes(p) for p in parts)
+            payload = b"".join(parts)
             self._transport.write(_SIZE.pack(len(payload)) + payload)
 
     def connection_lost(self, exc: Exception | None) -> None:
