@@ -69,6 +69,9 @@ class PartitionReplica:
         self._coordinator = coordinator
         self._tp: TopicPartition | None = None
         self._closed = asyncio.Event()
+        # Reads by actor call (`read`) waiting on `_appended` now, across openings of the process
+        # (one left from a closed opening only costs a spare Event until it sees `closed`).
+        self._reads_by_call = 0
         if tp is not None:
             self._open(tp, log_dir, config, socket_path, checkpoint, topic_id)
 
@@ -546,7 +549,11 @@ class PartitionReplica:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or closed.is_set():
                 return result
-            await first_of([self._appended, closed], remaining)
+            self._reads_by_call += 1
+            try:
+                await first_of([self._appended, closed], remaining)
+            finally:
+                self._reads_by_call -= 1
             if closed.is_set():
                 return result
             result = read_again()
@@ -823,8 +830,9 @@ class PartitionReplica:
     def _wake_fetchers(self) -> None:
         """Parked reads read again: those on the data socket here and now, those by actor call
         (`read`) once they run."""
-        self._appended.set()
-        self._appended = asyncio.Event()
+        if self._reads_by_call:   # a new Event per append costs the data socket's reads for nothing
+            self._appended.set()
+            self._appended = asyncio.Event()
         self._parked.wake()
 
 

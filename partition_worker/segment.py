@@ -132,6 +132,10 @@ class LogSegment:
         # end of the log reads from one of them, and finding it through the sparse index meant
         # walking up to index.interval.bytes of headers first (~24 at 170-byte batches).
         self._recent: dict[int, int] = {}
+        # The last append, while it is the segment's end: (base offset, position, bytes, batches).
+        # A consumer or follower waiting at the log end reads exactly it next: it is answered
+        # without a header walk or a `pread`.
+        self._tail: tuple[int, int, int, int] | None = None
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
@@ -270,6 +274,10 @@ class LogSegment:
         first such batch, however big (Kafka's rule, so a fetch never stalls on a large batch).
         Returns (regions, offset after the last returned batch or `start_offset`, bytes).
         """
+        tail = self._tail
+        if (tail is not None and start_offset == tail[0] and (max_offset is None or max_offset >= self.next_offset)
+                and (tail[2] <= max_bytes or (min_one and tail[3] == 1))):
+            return [FileRegion(str(self.log_path), tail[1], tail[2], self.inode)], self.next_offset, tail[2]
         position = self._recent.get(start_offset)
         if position is None:
             _, position = self.index.lookup(start_offset)
@@ -328,9 +336,15 @@ class LogSegment:
             if len(self.time_index) and self.time_index.last_entry[1] >= self.next_offset:
                 self.time_index.truncate_to(self.next_offset)
             os.ftruncate(fd, start)  # frees blocks, so it works on a full disk
-            self._recent.clear()
+            self._forget_recent()
             raise
         self.size = start + len(data)
+        self._tail = (headers[0].base_offset, start, len(data), len(headers)) if headers else None
+
+    def _forget_recent(self) -> None:
+        """The batches appended last are gone or moved (truncation, recovery, a failed write)."""
+        self._recent.clear()
+        self._tail = None
 
     def _track(self, position: int, h: BatchHeader) -> None:
         if h.max_timestamp > self.max_timestamp:
@@ -412,7 +426,7 @@ class LogSegment:
         file_size = os.fstat(fd).st_size
         self.index.reset()
         self.time_index.reset()
-        self._recent.clear()
+        self._forget_recent()
         self.size = 0
         self.next_offset = self.base_offset
         self.max_timestamp = -1
@@ -476,7 +490,7 @@ class LogSegment:
         if h is None:
             return 0
         removed = self.size - h.position
-        self._recent.clear()
+        self._forget_recent()
         os.ftruncate(self._writer(), h.position)
         self.size = h.position
         # Entries are keyed by the last offset of a batch (offset index) or of the batch holding
