@@ -33,6 +33,7 @@ from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.checkpoints import LeaderEpochCache, check_topic_id
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
 from rafka.partition_worker.log import PartitionLog
+from rafka.partition_worker.held_writes import HeldWrites
 from rafka.partition_worker.parked_reads import Follow, ParkedReads
 from rafka.partition_worker.storage_failure import describe_os_error
 from rafka.partition_worker.messages import (
@@ -352,12 +353,18 @@ class PartitionReplica:
         connection = id(protocol)
         protocol.closed.add_done_callback(lambda _: parked.drop_connection(connection))
 
+        out: HeldWrites | None = None   # this connection's writes (once connected)
+
         def on_frame(head: bytes, body: bytearray) -> None:
+            nonlocal out
             if closed.is_set():   # the front end takes the closed connection as NOT_LEADER
                 protocol.transport.close()
                 return
+            if out is None:
+                out = HeldWrites(protocol.transport)
             _, request_id = dc.FRAME_HEAD.unpack(head)
             view = memoryview(body)
+            out.hold()
             try:
                 if view[0] == dc.OP_APPEND:
                     acks, timeout_ms, record_sets = dc.decode_append(view)
@@ -367,7 +374,7 @@ class PartitionReplica:
                         asyncio.ensure_future(self._answer_after_replication(
                             protocol, request_id, results, required, timeout_ms))
                     else:
-                        protocol.transport.write(dc.frame(request_id, dc.encode_produce_results(results)))
+                        out.write(dc.frame(request_id, dc.encode_produce_results(results)))
                 elif view[0] in (dc.OP_READ, dc.OP_READ_LOG_END, dc.OP_REPLICA_READ):
                     follow = None
                     if view[0] != dc.OP_REPLICA_READ:
@@ -379,30 +386,32 @@ class PartitionReplica:
                         follower, epoch, offset, max_bytes, max_wait_ms = dc.decode_replica_read(view)
                         result = self.replica_read(follower, epoch, offset, max_bytes)
                     if _final(result, max_wait_ms):
-                        self._answer_read(protocol.transport, request_id, result, follow)
+                        self._answer_read(out, request_id, result, follow)
                     else:  # nothing to read yet: park until an append or the deadline
                         read_again = (lambda o=offset, m=max_bytes, e=to_log_end: self._read_now(o, m, e)) \
                             if view[0] != dc.OP_REPLICA_READ \
                             else (lambda f=follower, e=epoch, o=offset, m=max_bytes: self.replica_read(f, e, o, m))
-                        parked.park(connection, protocol.transport, request_id, read_again, result, max_wait_ms,
+                        parked.park(connection, out, request_id, read_again, result, max_wait_ms,
                                     follow)
                 elif view[0] == dc.OP_RELEASE:
                     parked.release(connection, dc.decode_release(view))
                 elif view[0] == dc.OP_LIST_OFFSET:
                     lookup = self.list_offset(dc.decode_list_offset(view))
-                    protocol.transport.write(dc.frame(request_id, dc.encode_offset_lookup(lookup)))
+                    out.write(dc.frame(request_id, dc.encode_offset_lookup(lookup)))
                 elif view[0] == dc.OP_DELETE_RECORDS:
                     deleted = self.delete_records_now(dc.decode_delete_records(view))
-                    protocol.transport.write(dc.frame(request_id, dc.encode_deleted(deleted)))
+                    out.write(dc.frame(request_id, dc.encode_deleted(deleted)))
                 elif view[0] == dc.OP_FOLLOWER_APPEND:
                     hw, log_start, records = dc.decode_follower_append(view)
                     answer = dc.encode_follower_result(self.append_as_follower(records, hw, log_start))
-                    protocol.transport.write(dc.frame(request_id, answer))
+                    out.write(dc.frame(request_id, answer))
                 else:
                     raise ValueError(f"unknown data-plane op {view[0]}")
             except Exception:  # noqa: BLE001 - a bad frame closes this connection only
                 self._logger.exception("closing a data connection after a malformed frame")
-                protocol.transport.close()
+                out.close()
+            finally:
+                out.release()
 
         protocol.on_frame = on_frame
         if self._socket_path is not None:
