@@ -49,8 +49,6 @@ CONSUME_BATCH = 10_000
 LATENCY_PRODUCER_CONFIG = {**PRODUCER_CONFIG, "linger.ms": 0}
 # After the sequence number, a latency record's value holds its produce() time (perf_counter).
 SENT_AT = struct.Struct(">d")
-# Records a producer sends and has acknowledged before it is timed (see `produce`).
-WARM_UP_RECORDS = 1
 
 
 class PhaseError(RuntimeError):
@@ -110,17 +108,24 @@ def _wait_for_leaders(admin: AdminClient, name: str, partitions: int, timeout_s:
 
 
 def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_s: float,
-            idempotent: bool = False) -> tuple[int, float]:
-    """Produce `records` values of `record_size` bytes; return how many of them were timed and the
-    seconds from the first timed send to the last ack.
+            idempotent: bool = False) -> tuple[int, float, float]:
+    """Produce `records` values of `record_size` bytes; return how many of them were timed, the
+    seconds from the first timed send to the last ack, and the seconds the untimed first writes
+    took.
 
-    The producer first sends `WARM_UP_RECORDS` of them and waits for their ack, untimed, so the
-    time is the broker's produce path and not the client's start-up: librdkafka's idempotent
-    producer asks for its producer id only once a broker connection is up, and looks again 500 ms
-    after a first look that found none (its PID timer). Measured here: an idempotent producer's
-    first record is acknowledged 0.50 s after the producer is made, by Tansu and rafka alike,
-    which on 500,000 records of 100 B was most of the idempotent run. Every producer (both
-    variants, both brokers) is warmed the same way; the topic holds `records` in all.
+    The producer first sends one record to each partition and waits for their acks, untimed, so
+    the time is the broker's produce path, not the client's start-up nor the topic's:
+    - librdkafka's idempotent producer asks for its producer id only once a broker connection is
+      up, and looks again 500 ms after a first look that found none (its PID timer). Measured
+      here: an idempotent producer's first record is acknowledged 0.50 s after the producer is
+      made, by Tansu and rafka alike, which on 500,000 records of 100 B was most of the run;
+    - a new topic's partition takes its first write once its replica serves: rafka starts a
+      process per replica (one from its spare processes, or a new one, 0.7-0.8 s here for the
+      first topic on a quiet broker, which keeps none), so a pair's first run timed the start
+      of its replicas as produce time.
+    Those first writes are reported on their own (`first_writes_s`, from the first of them to the
+    last ack). Every producer (both variants, both brokers) is warmed the same way; the topic
+    holds `records` in all.
 
     Each value starts with the record's sequence number, 0 to `records` - 1 in produce() order
     (bench/_verify.py), so the consumer can check that it read each record once, in order.
@@ -134,10 +139,13 @@ def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_
     config = IDEMPOTENT_PRODUCER_CONFIG if idempotent else PRODUCER_CONFIG
     producer = Producer({"bootstrap.servers": bootstrap, **config, "on_delivery": on_delivery})
     tail = os.urandom(record_size - HEAD.size)
-    warm_up = min(WARM_UP_RECORDS, records)
-    _send_all(producer, topic, tail, 0, warm_up)
+    warm_up = min(PARTITIONS, records)
+    started = time.perf_counter()
+    for partition in range(warm_up):   # numbered 0 .. warm_up - 1, one to each partition
+        producer.produce(topic, HEAD.pack(partition) + tail, partition=partition)
     if producer.flush(timeout_s):
-        raise PhaseError(f"produce to {topic}: the warm-up record was not acknowledged after {timeout_s:.0f} s")
+        raise PhaseError(f"produce to {topic}: the first writes were not acknowledged after {timeout_s:.0f} s")
+    first_writes_s = time.perf_counter() - started
     timed = records - warm_up
     started = time.perf_counter()
     _send_all(producer, topic, tail, warm_up, timed)
@@ -147,7 +155,7 @@ def produce(bootstrap: str, topic: str, records: int, record_size: int, timeout_
         raise PhaseError(f"produce to {topic}: {remaining} records unacknowledged after {timeout_s:.0f} s")
     if errors:
         raise PhaseError(f"produce to {topic}: {len(errors)} records failed, first: {errors[0]}")
-    return timed, elapsed
+    return timed, elapsed, first_writes_s
 
 
 def _send_all(producer: Producer, topic: str, tail: bytes, first: int, records: int) -> None:
@@ -259,7 +267,7 @@ def run_workload(broker: str, bootstrap: str, record_size: int, records: int, ti
     topic = f"bench-{record_size}-{int(time.time() * 1000)}"
     create_topic(bootstrap, topic)
     try:
-        timed, produce_s = produce(bootstrap, topic, records, record_size, timeout_s, idempotent)
+        timed, produce_s, first_writes_s = produce(bootstrap, topic, records, record_size, timeout_s, idempotent)
         consumed, consume_s, consume_cpu_s, problems = consume(bootstrap, topic, records, record_size,
                                                                idle_timeout_s)
         _check_read(broker, record_size, consumed, records, idle_timeout_s, problems)
@@ -269,7 +277,8 @@ def run_workload(broker: str, bootstrap: str, record_size: int, records: int, ti
     finally:
         delete_topic(bootstrap, topic)
     return WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed, consume_cpu_s,
-                          consume_defaults_s, produce_untimed=records - timed, pair=pair)
+                          consume_defaults_s, produce_untimed=records - timed, pair=pair,
+                          first_writes_s=first_writes_s)
 
 
 def _check_read(broker: str, record_size: int, consumed: int, records: int, idle_timeout_s: float,

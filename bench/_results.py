@@ -27,6 +27,9 @@ class WorkloadResult:
     consume_defaults_s: float = 0.0  # the same consume again, with librdkafka's default settings
     produce_untimed: int = 0  # of `records`, those produced and acknowledged before the clock started
     pair: int = 0  # which interleaved pair of runs this one belongs to (bench/_pairs.py)
+    # The untimed first writes of a new producer to a new topic, one record to each partition,
+    # until all were acknowledged (bench/_kafka.py `produce`): a new topic's start, not its rate.
+    first_writes_s: float = 0.0
     # Cores the other broker's processes used meanwhile (idle, but not free: it skews this run).
     background_cores: float | None = None
 

@@ -12,7 +12,8 @@ Targets (issue 25) are judged only with at least 5 pairs.
 
 It measures:
   1. produce and consume records/s and MB/s for 100 B and 1 KiB records; each producer is
-     timed from its first acknowledged record (bench/_kafka.py says why); each consume runs
+     timed once its first record to each partition was acknowledged (bench/_kafka.py says
+     why; those first writes of a new topic are printed on their own); each consume runs
      twice, with the benchmark's settings (fetch.queue.backoff.ms=20) and with librdkafka's
      defaults, whose 1 s queue backoff, not the broker, sets the pace;
   2. the same with an idempotent producer (enable.idempotence=true, acks=all), in the same
@@ -292,6 +293,13 @@ def measurements_text(results: Results) -> str:
     lines.append("  (consume, defaults: the same consume with librdkafka's default settings, whose 1 s"
                  " fetch.queue.backoff.ms sets the pace; other broker: the cores the idle other broker's"
                  " processes used during the run)")
+    lines.append("first writes to a new topic, untimed in the rates above (a new producer's one record to each"
+                 " partition, until all were acknowledged; rafka starts a process per replica):")
+    for label in sorted({w.broker for w in results.workloads}):
+        found = spread_of(w.first_writes_s * 1000 for w in results.workloads if w.broker == label)
+        if found:
+            lines.append(f"  {label:<24} median {found.median:,.0f} ms [{found.low:,.0f}-{found.high:,.0f}]"
+                         f" over {len(found.values)} runs")
     if results.latency:
         lines.append(f"end-to-end latency runs ({LATENCY_RATE:,} rec/s of 100 B, acks=1, linger.ms=0; produce() to"
                      " the consumer's hands, every record):")

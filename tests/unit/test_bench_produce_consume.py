@@ -109,6 +109,10 @@ def test_a_faithful_broker_passes_and_every_record_is_counted(cluster: FakeClust
     values = [v for partition in next(iter(cluster.topics.values())).values() for v in partition]
     assert sorted(int.from_bytes(v[:8], "big") for v in values) == list(range(1000))
     assert {len(v) for v in values} == {size}
+    # untimed first: one record to each partition (a new topic's partitions may wait for their replicas)
+    log = next(iter(cluster.topics.values()))
+    assert [int.from_bytes(log[p][0][:8], "big") for p in range(_kafka.PARTITIONS)] == list(range(_kafka.PARTITIONS))
+    assert result.produce_untimed == _kafka.PARTITIONS and result.first_writes_s >= 0
 
 
 def test_a_duplicated_record_fails_the_run_though_the_count_is_right(cluster: FakeCluster) -> None:
@@ -210,6 +214,10 @@ def test_the_text_report_names_tansu_and_shows_ranges(script: FakeCluster, capsy
     assert "consume 100 B rec/s vs tansu, median of 2 pairs" in out
     assert "spread (max-min)/median vs 30%" in out
     assert "end-to-end p99 ms at 2,000 rec/s vs tansu" in out
+    first_writes = out.split("first writes to a new topic")[1].split("end-to-end latency runs")[0]
+    assert [line.split()[0] for line in first_writes.splitlines()[1:]] == \
+        ["rafka", "rafka-idempotent", "rafka-idle-topics", "tansu", "tansu-idempotent", "tansu-idle-topics"]
+    assert "ms [" in first_writes and "over 4 runs" in first_writes   # 2 pairs x 2 sizes
 
 
 def test_a_broker_returning_a_duplicate_fails_the_script(script: FakeCluster, capsys) -> None:
