@@ -32,8 +32,8 @@ from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
 from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.checkpoints import LeaderEpochCache, check_topic_id
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
-from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.held_writes import HeldWrites
+from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.parked_reads import Follow, ParkedReads
 from rafka.partition_worker.storage_failure import describe_os_error
 from rafka.partition_worker.messages import (
