@@ -11,6 +11,7 @@ import threading
 import time
 
 import numpy as np
+from _fetch_stats import STATS_INTERVAL_MS, FetchStats
 from _instant_broker import instant_broker
 from _latency import pause_s, percentile, records_due, serve_then_wait
 from _results import ConsumeCeilingResult, EnqueueResult, LatencyResult, WorkloadResult
@@ -173,17 +174,19 @@ def _send_all(producer: Producer, topic: str, tail: bytes, first: int, records: 
 
 
 def consume(bootstrap: str, topic: str, expected: int, record_size: int, idle_timeout_s: float,
-            config: dict | None = None) -> tuple[int, float, float, list[str]]:
+            config: dict | None = None) -> tuple[int, float, float, list[str], FetchStats]:
     """Read all partitions of `topic` from offset 0 until `expected` records arrived, with the
     benchmark's consumer settings or `config`, checking each record's sequence number.
 
     Returns (records consumed, seconds from assign to the last record, CPU seconds this
     process spent meanwhile, problems found in what was read: duplicates, gaps, records out of
-    their partition's order; empty when none). Stops early when nothing arrives for
-    `idle_timeout_s`; the caller compares the count. The CPU figure shows whether the client was
-    the limit.
+    their partition's order; empty when none; the consumer's fetches, from its own statistics).
+    Stops early when nothing arrives for `idle_timeout_s`; the caller compares the count. The
+    CPU figure shows whether the client was the limit, the fetches whether the broker was.
     """
-    consumer = Consumer({"bootstrap.servers": bootstrap, **(config or CONSUMER_CONFIG)})
+    stats = FetchStats()
+    consumer = Consumer({"bootstrap.servers": bootstrap, **(config or CONSUMER_CONFIG),
+                         "statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": stats.on_stats})
     check = SequenceCheck(expected)
     value_of, partition_of = Message.value, Message.partition
     try:
@@ -206,9 +209,19 @@ def consume(bootstrap: str, topic: str, expected: int, record_size: int, idle_ti
             check.add_batch(numbers, np.fromiter(map(partition_of, batch), np.int32, n))
             count += n
             last = now
-        return count, last - started, time.process_time() - cpu_started, check.finish()
+        seconds, cpu_s = last - started, time.process_time() - cpu_started
+        _await_next_stats(consumer, stats)
+        return count, seconds, cpu_s, check.finish(), stats
     finally:
         consumer.close()
+
+
+def _await_next_stats(consumer: Consumer, stats: FetchStats) -> None:
+    """Serve the consumer until its next statistics interval (untimed): the totals then cover
+    the whole run, not only up to the interval before its end."""
+    seen, deadline = stats.intervals, time.monotonic() + 3 * STATS_INTERVAL_MS / 1000
+    while stats.intervals == seen and time.monotonic() < deadline:
+        consumer.poll(0.05)
 
 
 def raise_odd_message(batch: list[Message], record_size: int) -> None:
@@ -229,10 +242,10 @@ def consume_ceiling(record_size: int, records: int, idle_timeout_s: float = 20.0
     once from memory."""
     topic = "bench-ceiling"
     with instant_broker(topic, PARTITIONS, records, record_size) as bootstrap:
-        consumed, seconds, cpu_s, problems = consume(bootstrap, topic, records, record_size, idle_timeout_s)
+        consumed, seconds, cpu_s, problems, _ = consume(bootstrap, topic, records, record_size, idle_timeout_s)
         _check_read("instant broker", record_size, consumed, records, idle_timeout_s, problems)
-        consumed_defaults, seconds_defaults, _, problems = consume(bootstrap, topic, records, record_size,
-                                                                   idle_timeout_s, DEFAULT_CONSUMER_CONFIG)
+        consumed_defaults, seconds_defaults, _, problems, _ = consume(bootstrap, topic, records, record_size,
+                                                                      idle_timeout_s, DEFAULT_CONSUMER_CONFIG)
         _check_read("instant broker", record_size, consumed_defaults, records, idle_timeout_s, problems)
     return ConsumeCeilingResult(record_size, consumed, seconds, cpu_s, consumed_defaults, seconds_defaults)
 
@@ -268,17 +281,18 @@ def run_workload(broker: str, bootstrap: str, record_size: int, records: int, ti
     create_topic(bootstrap, topic)
     try:
         timed, produce_s, first_writes_s = produce(bootstrap, topic, records, record_size, timeout_s, idempotent)
-        consumed, consume_s, consume_cpu_s, problems = consume(bootstrap, topic, records, record_size,
-                                                               idle_timeout_s)
+        consumed, consume_s, consume_cpu_s, problems, fetches = consume(bootstrap, topic, records, record_size,
+                                                                        idle_timeout_s)
         _check_read(broker, record_size, consumed, records, idle_timeout_s, problems)
-        consumed_defaults, consume_defaults_s, _, problems = consume(bootstrap, topic, records, record_size,
-                                                                     idle_timeout_s, DEFAULT_CONSUMER_CONFIG)
+        consumed_defaults, consume_defaults_s, _, problems, _ = consume(bootstrap, topic, records, record_size,
+                                                                        idle_timeout_s, DEFAULT_CONSUMER_CONFIG)
         _check_read(broker, record_size, consumed_defaults, records, idle_timeout_s, problems, "librdkafka defaults")
     finally:
         delete_topic(bootstrap, topic)
     return WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed, consume_cpu_s,
                           consume_defaults_s, produce_untimed=records - timed, pair=pair,
-                          first_writes_s=first_writes_s)
+                          first_writes_s=first_writes_s, consume_fetches=fetches.fetches,
+                          consume_kib_per_fetch=fetches.kib_per_fetch, consume_rtt_p99_ms=fetches.rtt_p99_max_ms)
 
 
 def _check_read(broker: str, record_size: int, consumed: int, records: int, idle_timeout_s: float,

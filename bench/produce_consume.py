@@ -15,7 +15,9 @@ It measures:
      timed once its first record to each partition was acknowledged (bench/_kafka.py says
      why; those first writes of a new topic are printed on their own); each consume runs
      twice, with the benchmark's settings (fetch.queue.backoff.ms=20) and with librdkafka's
-     defaults, whose 1 s queue backoff, not the broker, sets the pace;
+     defaults, whose 1 s queue backoff, not the broker, sets the pace; the first consume notes
+     the consumer's CPU share and, from its own statistics, its fetches, their mean answer and
+     the worst p99 round trip, which tell a run the broker slowed from one the client did;
   2. the same with an idempotent producer (enable.idempotence=true, acks=all), in the same
      pairs: its per-pair ratio to the plain producer, against 0.85 (idempotence should cost
      < 15%); Tansu's shows what idempotence costs the client itself;
@@ -283,14 +285,18 @@ def measurements_text(results: Results) -> str:
              f" {st.get('idle_topics', 0)} idle 1-partition topics; every consumed record checked for order,"
              " duplicates and gaps):",
              f"  {'pair':>4} {'broker':<19} {'size':>6} {'records':>9} {'produce rec/s':>14} {'MB/s':>7}"
-             f" {'consume rec/s':>14} {'MB/s':>7} {'consumer CPU':>13} {'consume, defaults':>18}"
-             f" {'other broker':>13}"]
+             f" {'consume rec/s':>14} {'MB/s':>7} {'consumer CPU':>13} {'fetches':>8} {'KiB/fetch':>10}"
+             f" {'rtt p99':>8} {'consume, defaults':>18} {'other broker':>13}"]
     for w in results.workloads:
         lines.append(f"  {w.pair:>4} {w.broker:<19} {size_label(w.record_size):>6} {w.records:>9,}"
                      f" {w.produce_rps:>14,.0f} {w.produce_mbps:>7.1f} {w.consume_rps:>14,.0f} {w.consume_mbps:>7.1f}"
-                     f" {w.consume_client_core_share:>12.0%} {w.consume_defaults_rps:>18,.0f}"
+                     f" {w.consume_client_core_share:>12.0%} {w.consume_fetches:>8,} {w.consume_kib_per_fetch:>10,.0f}"
+                     f" {w.consume_rtt_p99_ms:>5.1f} ms {w.consume_defaults_rps:>18,.0f}"
                      f" {w.background_cores or 0:>8.2f} cores")
-    lines.append("  (consume, defaults: the same consume with librdkafka's default settings, whose 1 s"
+    lines.append("  (fetches, KiB/fetch, rtt p99: the consume's fetch requests, their mean answer and the worst"
+                 " 250 ms interval's p99 request round trip, from the consumer's own statistics: a run below the"
+                 " client's ceiling with its consumer CPU low and these high or few was slowed by the broker;"
+                 " consume, defaults: the same consume with librdkafka's default settings, whose 1 s"
                  " fetch.queue.backoff.ms sets the pace; other broker: the cores the idle other broker's"
                  " processes used during the run)")
     lines.append("first writes to a new topic, untimed in the rates above (a new producer's one record to each"

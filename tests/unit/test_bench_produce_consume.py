@@ -38,7 +38,7 @@ class FakeCluster:
         return FakeProducer(self)
 
     def consumer(self, config: dict) -> "FakeConsumer":
-        return FakeConsumer(self)
+        return FakeConsumer(self, config.get("stats_cb"))
 
 
 class FakeProducer:
@@ -59,8 +59,9 @@ class FakeProducer:
 
 
 class FakeConsumer:
-    def __init__(self, cluster: FakeCluster) -> None:
+    def __init__(self, cluster: FakeCluster, stats_cb: Callable[[str], None] | None = None) -> None:
         self.cluster, self.positions, self.tampered = cluster, {}, False
+        self.stats_cb = stats_cb   # given an interval's statistics (no broker) at each poll
 
     def assign(self, partitions: list) -> None:
         self.topic = partitions[0].topic
@@ -86,6 +87,8 @@ class FakeConsumer:
     def poll(self, timeout: float) -> Message | None:
         """One record (what the next consume(1, ...) reads): the fake reads at most `count`."""
         batch = self.consume(1, timeout)
+        if self.stats_cb is not None:
+            self.stats_cb('{"brokers": {}}')
         return batch[0] if batch else None
 
     def close(self) -> None:
