@@ -174,19 +174,20 @@ def _send_all(producer: Producer, topic: str, tail: bytes, first: int, records: 
 
 
 def consume(bootstrap: str, topic: str, expected: int, record_size: int, idle_timeout_s: float,
-            config: dict | None = None) -> tuple[int, float, float, list[str], FetchStats]:
+            config: dict | None = None, fetch_stats: bool = False) -> tuple[int, float, float, list[str], FetchStats]:
     """Read all partitions of `topic` from offset 0 until `expected` records arrived, with the
     benchmark's consumer settings or `config`, checking each record's sequence number.
 
     Returns (records consumed, seconds from assign to the last record, CPU seconds this
     process spent meanwhile, problems found in what was read: duplicates, gaps, records out of
-    their partition's order; empty when none; the consumer's fetches, from its own statistics).
-    Stops early when nothing arrives for `idle_timeout_s`; the caller compares the count. The
-    CPU figure shows whether the client was the limit, the fetches whether the broker was.
+    their partition's order; empty when none; with `fetch_stats`, the consumer's fetches from its
+    own statistics, else none counted). Stops early when nothing arrives for `idle_timeout_s`;
+    the caller compares the count. The CPU figure shows whether the client was the limit, the
+    fetches whether the broker was.
     """
     stats = FetchStats()
-    consumer = Consumer({"bootstrap.servers": bootstrap, **(config or CONSUMER_CONFIG),
-                         "statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": stats.on_stats})
+    watched = {"statistics.interval.ms": STATS_INTERVAL_MS, "stats_cb": stats.on_stats} if fetch_stats else {}
+    consumer = Consumer({"bootstrap.servers": bootstrap, **(config or CONSUMER_CONFIG), **watched})
     check = SequenceCheck(expected)
     value_of, partition_of = Message.value, Message.partition
     try:
@@ -210,7 +211,8 @@ def consume(bootstrap: str, topic: str, expected: int, record_size: int, idle_ti
             count += n
             last = now
         seconds, cpu_s = last - started, time.process_time() - cpu_started
-        _await_next_stats(consumer, stats)
+        if fetch_stats:
+            _await_next_stats(consumer, stats)
         return count, seconds, cpu_s, check.finish(), stats
     finally:
         consumer.close()
@@ -282,7 +284,7 @@ def run_workload(broker: str, bootstrap: str, record_size: int, records: int, ti
     try:
         timed, produce_s, first_writes_s = produce(bootstrap, topic, records, record_size, timeout_s, idempotent)
         consumed, consume_s, consume_cpu_s, problems, fetches = consume(bootstrap, topic, records, record_size,
-                                                                        idle_timeout_s)
+                                                                        idle_timeout_s, fetch_stats=True)
         _check_read(broker, record_size, consumed, records, idle_timeout_s, problems)
         consumed_defaults, consume_defaults_s, _, problems, _ = consume(bootstrap, topic, records, record_size,
                                                                         idle_timeout_s, DEFAULT_CONSUMER_CONFIG)

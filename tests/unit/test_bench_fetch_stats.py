@@ -46,7 +46,8 @@ def test_a_real_consumer_reports_its_fetches() -> None:
     from _instant_broker import instant_broker
 
     with instant_broker("stats", _kafka.PARTITIONS, 60_000, 100) as bootstrap:
-        consumed, _, _, problems, stats = _kafka.consume(bootstrap, "stats", 60_000, 100, idle_timeout_s=10)
+        consumed, _, _, problems, stats = _kafka.consume(bootstrap, "stats", 60_000, 100, idle_timeout_s=10,
+                                                          fetch_stats=True)
     assert (consumed, problems) == (60_000, [])
     assert stats.fetches > 0
     assert stats.kib_per_fetch * stats.fetches * 1024 >= 60_000 * 100   # at least every record's value came
