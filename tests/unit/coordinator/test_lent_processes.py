@@ -127,10 +127,29 @@ def test_on_a_machine_that_stays_busy_starting_replicas_a_spare_waits_for_an_idl
         made.refill()
         await asyncio.sleep(0.15)
         waiting = made.spares
-        made._demand.taken()      # a replica started meanwhile (a client creating topics)
-        await asyncio.sleep(0.4)
+        for _ in range(8):        # replicas keep starting meanwhile (a client creating topics)
+            made._demand.taken()
+            await asyncio.sleep(0.05)
         return waiting, made.spares
     assert run(main()) == (0, 1)
+
+
+def test_after_a_burst_of_starts_that_stopped_a_spare_waits_for_an_idle_core():
+    """A client created one topic (its replicas started at once) and now produces to it: the
+    burst that emptied the pool does not count as replicas that keep starting."""
+    async def main():
+        machine = Machine(idle=False)
+        made = launcher(nothing_to_lend, spares=1, start_s=0.01, machine=machine)
+        made.idle_wait_max_s = 0.2
+        made.refill()
+        for _ in range(6):
+            made._demand.taken()   # the topic's replicas, all at the start of the wait
+        await asyncio.sleep(0.6)
+        waiting = made.spares, len(made._creating)
+        machine.idle = True
+        await asyncio.sleep(0.2)
+        return waiting, made.spares
+    assert run(main()) == ((0, 0), 1)
 
 
 def test_on_a_machine_busy_serving_with_no_replica_starting_a_spare_waits_for_an_idle_core():
