@@ -48,6 +48,11 @@ CONSUMER_CONFIG = {
 CONSUME_BATCH = 10_000
 # End-to-end latency: each record leaves at once (linger.ms=0), acks=1.
 LATENCY_PRODUCER_CONFIG = {**PRODUCER_CONFIG, "linger.ms": 0}
+# A latency run's paced stream starts this long before its records are timed. A new topic's
+# creation goes on in the background after the broker answered it (rafka's coordinator and
+# ZooKeeper: 0.2-0.3 s of a core each), and a stream timed from its first record also timed the
+# end of that, not the steady stream the run measures.
+LATENCY_LEAD_IN_S = 1.0
 # After the sequence number, a latency record's value holds its produce() time (perf_counter).
 SENT_AT = struct.Struct(">d")
 
@@ -309,7 +314,7 @@ def _check_read(broker: str, record_size: int, consumed: int, records: int, idle
 
 
 def end_to_end_latency(broker: str, bootstrap: str, rate_per_s: float, seconds: float, record_size: int = 100,
-                       pair: int = 0, timeout_s: float = 60.0) -> LatencyResult:
+                       pair: int = 0, timeout_s: float = 60.0, lead_in_s: float = LATENCY_LEAD_IN_S) -> LatencyResult:
     """Send `rate_per_s` records/s for `seconds` (acks=1, linger.ms=0) to a fresh topic while a
     consumer on another thread reads it from the start; each record is timed from its produce()
     call (its value carries the time) until the consumer has it. Its reads are checked as the
@@ -319,13 +324,16 @@ def end_to_end_latency(broker: str, bootstrap: str, rate_per_s: float, seconds: 
     connections, metadata and the consumer's first fetches are up, and each partition has taken
     its first write (a new partition's replica opens then: its first-write latency is
     bench/density.py's to measure, not a steady stream's); the paced records follow, as
-    bench/replication.py paces its producer.
+    bench/replication.py paces its producer. Those sent in the first `lead_in_s` are read
+    and checked but not timed: the stream is steady by then (LATENCY_LEAD_IN_S says why).
     """
     topic = f"bench-latency-{int(time.time() * 1000)}"
-    records = max(1, int(rate_per_s * seconds))
+    lead_in = int(rate_per_s * lead_in_s)
+    timed = max(1, int(rate_per_s * seconds))
+    records = lead_in + timed
     create_topic(bootstrap, topic)
     try:
-        reader = _LatencyReader(bootstrap, topic, PARTITIONS + records, record_size)
+        reader = _LatencyReader(bootstrap, topic, PARTITIONS + records, record_size, first_timed=PARTITIONS + lead_in)
         reader.start()
         try:
             producer = Producer({"bootstrap.servers": bootstrap, **LATENCY_PRODUCER_CONFIG})
@@ -357,20 +365,21 @@ def end_to_end_latency(broker: str, bootstrap: str, rate_per_s: float, seconds: 
     if problems:
         raise PhaseError(f"{broker} latency: records read back wrong: " + "; ".join(problems))
     latencies.sort()
-    return LatencyResult(broker, pair, records, rate_per_s, sent_rps,
+    return LatencyResult(broker, pair, timed, rate_per_s, sent_rps,
                          *(1000 * percentile(latencies, q) for q in (0.5, 0.99, 0.999, 1.0)))
 
 
 class _LatencyReader:
-    """A consumer on its own thread reading a topic from offset 0, noting for each record (but the
-    warm-up ones, numbered below PARTITIONS) the seconds since its produce() call, and checking
-    the sequence numbers."""
+    """A consumer on its own thread reading a topic from offset 0, noting for each record numbered
+    `first_timed` or later the seconds since its produce() call, and checking the sequence
+    numbers of all."""
 
-    def __init__(self, bootstrap: str, topic: str, expected: int, record_size: int) -> None:
+    def __init__(self, bootstrap: str, topic: str, expected: int, record_size: int, first_timed: int) -> None:
         self._consumer = Consumer({"bootstrap.servers": bootstrap, **CONSUMER_CONFIG})
         self._consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
         self._check = SequenceCheck(expected)
         self._record_size = record_size
+        self._first_timed = first_timed
         self._latencies: list[float] = []
         self._read = 0
         self._error: BaseException | None = None
@@ -382,7 +391,7 @@ class _LatencyReader:
         self._thread.start()
 
     def _run(self) -> None:
-        clock, unpack_at = time.perf_counter, SENT_AT.unpack_from
+        clock, unpack_at, first_timed = time.perf_counter, SENT_AT.unpack_from, self._first_timed
         poll, consume = self._consumer.poll, self._consumer.consume
         try:
             while not self._stopping.is_set():
@@ -400,7 +409,7 @@ class _LatencyReader:
                 numbers = heads(b"".join(msg.value() for msg in batch), len(batch), self._record_size)
                 self._check.add_batch(numbers, np.fromiter((m.partition() for m in batch), np.int32, len(batch)))
                 self._latencies.extend(now - unpack_at(msg.value(), HEAD.size)[0]
-                                       for msg, number in zip(batch, numbers.tolist()) if number >= PARTITIONS)
+                                       for msg, number in zip(batch, numbers.tolist()) if number >= first_timed)
                 with self._progress:
                     self._read += len(batch)
                     self._progress.notify_all()

@@ -153,9 +153,12 @@ def test_a_record_of_the_wrong_size_fails_the_run(cluster: FakeCluster) -> None:
         _kafka.run_workload("fake", "x:1", 100, 1000, timeout_s=10, idle_timeout_s=1)
 
 
-def test_end_to_end_latency_times_every_paced_record(cluster: FakeCluster) -> None:
-    result = _kafka.end_to_end_latency("fake", "x:1", rate_per_s=2000, seconds=0.2, pair=2, timeout_s=10)
+def test_end_to_end_latency_times_every_paced_record_after_the_lead_in(cluster: FakeCluster) -> None:
+    result = _kafka.end_to_end_latency("fake", "x:1", rate_per_s=2000, seconds=0.2, pair=2, timeout_s=10,
+                                       lead_in_s=0.1)
     assert (result.broker, result.pair, result.records) == ("fake", 2, 400)
+    stored = sum(len(values) for values in next(iter(cluster.topics.values())).values())
+    assert stored == _kafka.PARTITIONS + 200 + 400   # the warm-up, the lead-in and the timed records
     assert 0 <= result.p50_ms <= result.p99_ms <= result.p999_ms <= result.max_ms < 1000
     assert 1000 < result.sent_rps < 3000  # paced at about 2,000 records/s, not as fast as it goes
 
