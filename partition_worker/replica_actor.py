@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
+from rafka.actors.untraced import drop_tracing_wrappers
 from rafka.common.config import LONG_MAX, LogConfig
 from rafka.common.frames import FramedProtocol
 from rafka.common.errors import ErrorCode, KafkaError, KafkaStorageError, OffsetOutOfRangeError
@@ -64,6 +65,7 @@ class PartitionReplica:
         """The replica of `tp`, its log opened; without `tp` a spare process that `open` gives a
         partition later (its broker keeps a few, so a dormant partition wakes without waiting
         for a process to start)."""
+        drop_tracing_wrappers(self)   # its data socket's calls to its own methods, at every record
         self._broker_id = broker_id
         # Its broker's BrokerCoordinator (ISR changes go through it): a handle, or its (name, namespace),
         # looked up at the first ISR change; a handle unpickled here would import the coordinator's code.
