@@ -12,6 +12,7 @@ import logging
 import os
 from typing import Any, AsyncIterator
 
+from rafka.actors.untraced import drop_tracing_wrappers
 from rafka.common.collector import freeze_startup_objects
 from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.logging_util import Prefixed
@@ -63,6 +64,7 @@ class Frontend:
                  group_settings: GroupSettings | None = None,
                  offsets_topic_configs: dict[str, str] | None = None,
                  control_timeout_ms: int = DEFAULT_CONTROL_TIMEOUT_MS) -> None:
+        drop_tracing_wrappers(self)   # each produce and fetch looks its partitions' channels up here
         self.broker_id = broker_id
         self._control_timeout_s = control_timeout_ms / 1000
         self.metadata = ClusterMetadata()
