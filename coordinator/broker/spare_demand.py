@@ -38,10 +38,6 @@ class SpareDemand:
         self._last_taken = self._clock()
         self.starts += 1
 
-    def taken_within(self, seconds: float) -> bool:
-        """Whether a spare was taken (a replica started) in the last `seconds`."""
-        return self._clock() - self._last_taken <= seconds
-
     def quiet(self) -> bool:
         """Whether no spare was taken for `quiet_after_s`."""
         return self.quiet_in_s() == 0.0

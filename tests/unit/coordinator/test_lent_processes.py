@@ -120,36 +120,40 @@ def test_spares_ahead_of_need_wait_for_an_idle_core_but_a_start_waiting_for_a_pr
     assert spares == 2       # an idle core: the pool fills, one spare after the other
 
 
-def test_on_a_machine_that_stays_busy_starting_replicas_a_spare_waits_for_an_idle_core_only_so_long():
+def test_on_a_machine_that_stays_busy_with_starts_finding_no_spare_a_spare_waits_for_an_idle_core_only_so_long():
     async def main():
         made = launcher(nothing_to_lend, spares=1, start_s=0.01, machine=Machine(idle=False))
         made.idle_wait_max_s = 0.3
         made.refill()
         await asyncio.sleep(0.15)
         waiting = made.spares
-        for _ in range(8):        # replicas keep starting meanwhile (a client creating topics)
-            made._demand.taken()
+        for _ in range(5):        # starts keep finding the pool empty (a client creating topics)
+            await made._process_without_spare()
             await asyncio.sleep(0.05)
         return waiting, made.spares
     assert run(main()) == (0, 1)
 
 
-def test_after_a_burst_of_starts_that_stopped_a_spare_waits_for_an_idle_core():
-    """A client created one topic (its replicas started at once) and now produces to it: the
-    burst that emptied the pool does not count as replicas that keep starting."""
+def test_on_a_busy_machine_whose_starts_find_spares_a_spare_waits_for_an_idle_core():
+    """A client created a topic (its replicas took spares) and now produces to it, busy."""
     async def main():
-        machine = Machine(idle=False)
-        made = launcher(nothing_to_lend, spares=1, start_s=0.01, machine=machine)
+        machine = Machine(idle=True)
+        made = launcher(nothing_to_lend, spares=2, start_s=0.01, machine=machine)
         made.idle_wait_max_s = 0.2
         made.refill()
-        for _ in range(6):
-            made._demand.taken()   # the topic's replicas, all at the start of the wait
+        while made.spares < 2:
+            await asyncio.sleep(0.01)
+        machine.idle = False
+        for _ in range(2):        # the topic's replicas start, each in a spare (as `start` does)
+            made._demand.taken()
+            made._spares.pop()
+            made.refill()
         await asyncio.sleep(0.6)
         waiting = made.spares, len(made._creating)
         machine.idle = True
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(0.3)
         return waiting, made.spares
-    assert run(main()) == ((0, 0), 1)
+    assert run(main()) == ((0, 0), 2)
 
 
 def test_on_a_machine_busy_serving_with_no_replica_starting_a_spare_waits_for_an_idle_core():

@@ -44,12 +44,3 @@ def test_without_dormancy_or_spares_the_pool_never_changes():
     assert always.wanted() == 4 and always.quiet_in_s() is None and not always.quiet()
     assert none.wanted() == 0 and none.when_quiet == 0
 
-
-def test_whether_a_replica_started_lately_counts_from_the_last_start():
-    clock = Clock()
-    demand = SpareDemand(2, quiet_after_s=None, clock=clock)
-    clock.now += 10
-    assert not demand.taken_within(5)
-    demand.taken()
-    clock.now += 5
-    assert demand.taken_within(5) and not demand.taken_within(4.9)
