@@ -77,6 +77,28 @@ def test_a_read_whose_wait_runs_out_answers_with_what_it_read_last():
     assert with_reads(scenario) == [(7, EMPTY)]
 
 
+def test_reads_answer_at_their_own_deadlines_in_order_whatever_order_they_parked_in():
+    answered: list[tuple[int, float]] = []   # (request id, seconds after the first park)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        reads = ParkedReads(lambda transport, request_id, result, follow:
+                            answered.append((request_id, loop.time() - start)))
+        log = Log()
+        reads.park(1, Transport(), 7, log.read, EMPTY, 150)
+        reads.park(1, Transport(), 8, log.read, EMPTY, 30)    # due first though parked after 7
+        reads.park(1, Transport(), 9, log.read, EMPTY, 90)
+        reads.park(1, Transport(), 10, log.read, EMPTY, 60)
+        reads.release(1, 10)                                 # answered now: not again at 60 ms
+        await asyncio.sleep(0.25)
+        assert len(reads) == 0
+    asyncio.run(main())
+    assert [request_id for request_id, _ in answered] == [10, 8, 9, 7]   # each once
+    for (request_id, at_s), wait_s in zip(answered[1:], (0.03, 0.09, 0.15)):
+        assert wait_s - 0.002 <= at_s < wait_s + 0.05, (request_id, at_s)
+
+
 def test_the_reads_of_a_closed_connection_are_forgotten_unanswered():
     async def scenario(reads, log):
         reads.park(1, Transport(), 7, log.read, EMPTY, 20)
