@@ -40,7 +40,7 @@ import ray
 
 from rafka.actors.naming import coordinator_name, frontend_name, replica_name
 from rafka.actors.ray_env import pin_to_node
-from rafka.common.collector import freeze_startup_objects
+from rafka.common.collector import freeze_startup_objects, watch_long_collections
 from rafka.common.config import BrokerConfig, LogConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
@@ -227,6 +227,7 @@ class BrokerCoordinator:
         # for a process to start. Started in the background: the broker serves without them.
         self._launcher.refill()
         freeze_startup_objects()
+        watch_long_collections(self._log)
         return {"broker_id": self._id, "host": advertised.host, "port": port, "cluster_id": self._cluster_id,
                 "pid": os.getpid()}
 

@@ -13,7 +13,7 @@ import os
 from typing import Any, AsyncIterator
 
 from rafka.actors.untraced import drop_tracing_wrappers
-from rafka.common.collector import freeze_startup_objects
+from rafka.common.collector import freeze_startup_objects, watch_long_collections
 from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
@@ -90,6 +90,7 @@ class Frontend:
         port = await self._server.start()
         self._log.info("serving Kafka clients on port %d", port)
         freeze_startup_objects()
+        watch_long_collections(self._log)
         return port
 
     async def stop(self) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rafka.actors.untraced import drop_tracing_wrappers
+from rafka.common.collector import watch_long_collections
 from rafka.common.config import LONG_MAX, LogConfig
 from rafka.common.frames import FramedProtocol
 from rafka.common.errors import ErrorCode, KafkaError, KafkaStorageError, OffsetOutOfRangeError
@@ -100,6 +101,7 @@ class PartitionReplica:
         self._config = config
         self._log_dir = log_dir
         self._logger = Prefixed(logging.getLogger(__name__), f"[PartitionReplica {tp} broker={broker_id}]")
+        watch_long_collections(self._logger)
         started = time.monotonic()
         directory = partition_dir(log_dir, tp)
         check_topic_id(directory, tp, topic_id)
