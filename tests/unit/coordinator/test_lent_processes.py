@@ -49,6 +49,17 @@ def launcher(borrow, *, spares: int = 0, start_s: float = 0.3, machine: Machine 
     return made
 
 
+async def busy_then_idle(made: RayReplicaLauncher, machine: Machine, busy_s: float,
+                         idle_s: float) -> tuple[tuple[int, int], int]:
+    """The spares ready and starting after `busy_s` more on the busy machine, and the spares
+    ready once it then was idle for `idle_s`."""
+    await asyncio.sleep(busy_s)
+    waiting = made.spares, len(made._creating)
+    machine.idle = True
+    await asyncio.sleep(idle_s)
+    return waiting, made.spares
+
+
 def rested(process: str) -> LaunchedReplica:
     return LaunchedReplica(process, "sock", "/nonexistent", 1)
 
@@ -148,11 +159,7 @@ def test_on_a_busy_machine_whose_starts_find_spares_a_spare_waits_for_an_idle_co
             made._demand.taken()
             made._spares.pop()
             made.refill()
-        await asyncio.sleep(0.6)
-        waiting = made.spares, len(made._creating)
-        machine.idle = True
-        await asyncio.sleep(0.3)
-        return waiting, made.spares
+        return await busy_then_idle(made, machine, busy_s=0.6, idle_s=0.3)
     assert run(main()) == ((0, 0), 2)
 
 
@@ -162,11 +169,7 @@ def test_on_a_machine_busy_serving_with_no_replica_starting_a_spare_waits_for_an
         made = launcher(nothing_to_lend, spares=1, start_s=0.01, machine=machine)
         made.idle_wait_max_s = 0.1
         made.refill()
-        await asyncio.sleep(0.5)
-        waiting = made.spares, len(made._creating)
-        machine.idle = True
-        await asyncio.sleep(0.2)
-        return waiting, made.spares
+        return await busy_then_idle(made, machine, busy_s=0.5, idle_s=0.2)
     assert run(main()) == ((0, 0), 1)
 
 

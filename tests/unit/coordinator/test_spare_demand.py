@@ -43,4 +43,3 @@ def test_without_dormancy_or_spares_the_pool_never_changes():
     clock.now += 10_000
     assert always.wanted() == 4 and always.quiet_in_s() is None and not always.quiet()
     assert none.wanted() == 0 and none.when_quiet == 0
-
