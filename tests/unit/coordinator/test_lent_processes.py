@@ -49,6 +49,16 @@ def launcher(borrow, *, spares: int = 0, start_s: float = 0.3, machine: Machine 
     return made
 
 
+def refilling(spares: int, idle: bool, idle_wait_max_s: float) -> tuple[RayReplicaLauncher, Machine]:
+    """A launcher short of `spares` quick-starting spares, refilling ahead of need on a machine
+    `idle` or busy, forcing a spare in after `idle_wait_max_s` at most (the rule permitting)."""
+    machine = Machine(idle=idle)
+    made = launcher(nothing_to_lend, spares=spares, start_s=0.01, machine=machine)
+    made.idle_wait_max_s = idle_wait_max_s
+    made.refill()
+    return made, machine
+
+
 async def busy_then_idle(made: RayReplicaLauncher, machine: Machine, busy_s: float,
                          idle_s: float) -> tuple[tuple[int, int], int]:
     """The spares ready and starting after `busy_s` more on the busy machine, and the spares
@@ -133,9 +143,7 @@ def test_spares_ahead_of_need_wait_for_an_idle_core_but_a_start_waiting_for_a_pr
 
 def test_on_a_machine_that_stays_busy_with_starts_finding_no_spare_a_spare_waits_for_an_idle_core_only_so_long():
     async def main():
-        made = launcher(nothing_to_lend, spares=1, start_s=0.01, machine=Machine(idle=False))
-        made.idle_wait_max_s = 0.3
-        made.refill()
+        made, _ = refilling(spares=1, idle=False, idle_wait_max_s=0.3)
         await asyncio.sleep(0.15)
         waiting = made.spares
         for _ in range(5):        # starts keep finding the pool empty (a client creating topics)
@@ -148,10 +156,7 @@ def test_on_a_machine_that_stays_busy_with_starts_finding_no_spare_a_spare_waits
 def test_on_a_busy_machine_whose_starts_find_spares_a_spare_waits_for_an_idle_core():
     """A client created a topic (its replicas took spares) and now produces to it, busy."""
     async def main():
-        machine = Machine(idle=True)
-        made = launcher(nothing_to_lend, spares=2, start_s=0.01, machine=machine)
-        made.idle_wait_max_s = 0.2
-        made.refill()
+        made, machine = refilling(spares=2, idle=True, idle_wait_max_s=0.2)
         while made.spares < 2:
             await asyncio.sleep(0.01)
         machine.idle = False
@@ -165,10 +170,7 @@ def test_on_a_busy_machine_whose_starts_find_spares_a_spare_waits_for_an_idle_co
 
 def test_on_a_machine_busy_serving_with_no_replica_starting_a_spare_waits_for_an_idle_core():
     async def main():
-        machine = Machine(idle=False)
-        made = launcher(nothing_to_lend, spares=1, start_s=0.01, machine=machine)
-        made.idle_wait_max_s = 0.1
-        made.refill()
+        made, machine = refilling(spares=1, idle=False, idle_wait_max_s=0.1)
         return await busy_then_idle(made, machine, busy_s=0.5, idle_s=0.2)
     assert run(main()) == ((0, 0), 1)
 
