@@ -12,7 +12,8 @@ Two kinds of process use it:
   and 1024), leaving the rest to sockets, active segments and everything else the process
   opens; `configure()` changes it.
 - the front end (`segment_reader.region_file_cache()`): file objects for sendfile keyed by
-  (path, inode), found by identity after a rename or swap, and swept of deleted files.
+  (path, inode), found by identity after a rename or swap, swept of deleted files, and
+  closed on a thread of their own (`file_closer`), off the event loop.
 
 Pinning: a file handed out by `borrow()` or `acquire()` is never closed by eviction until its
 block ends or `release()`, so its number cannot be reused for another file while a caller
@@ -28,6 +29,8 @@ import threading
 import time
 from collections import OrderedDict
 from typing import Any, Callable, Generic, Hashable, Iterable, TypeVar
+
+from rafka.partition_worker.file_closer import close_now
 
 log = logging.getLogger(__name__)
 
@@ -52,13 +55,6 @@ def open_read_write(_key: Hashable, path: str | os.PathLike) -> int:
 
 def _fileno(f: Any) -> int:
     return f if isinstance(f, int) else f.fileno()
-
-
-def _close(f: Any) -> None:
-    if isinstance(f, int):
-        os.close(f)
-    else:
-        f.close()
 
 
 def _unlinked(f: Any) -> bool:
@@ -98,14 +94,18 @@ class SegmentFileCache(Generic[F]):
     no such file any more, or raising OSError); by default `path` read-write. Every
     `sweep_interval_s` of `clock` (None: never by itself) `acquire` and `borrow` first close
     the cached files that were unlinked, so deleted segments do not hold disk space for long.
+    Every file the cache lets go is closed by `closer` (by default at once; an event loop's
+    cache hands them to a `BackgroundCloser`, as the last close of a deleted file is slow).
     """
 
     def __init__(self, capacity: int | None = None, *,
                  opener: Callable[..., F | None] = open_read_write,
                  sweep_interval_s: float | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 closer: Callable[[F], None] = close_now) -> None:
         self._capacity = default_capacity() if capacity is None else max(1, capacity)
         self._open = opener
+        self._close = closer
         self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
         self._pinned: dict[Any, tuple[Hashable, _Entry]] = {}  # file -> its entry, while pinned
         self._lock = threading.Lock()
@@ -228,14 +228,14 @@ class SegmentFileCache(Generic[F]):
             return
         self._pinned.pop(entry.file, None)
         if self._entries.get(key) is not entry:
-            _close(entry.file)  # dropped while borrowed
+            self._close(entry.file)  # dropped while borrowed
         elif len(self._entries) > self._capacity:
             self._evict()
 
     def _drop(self, key: Hashable) -> None:
         entry = self._entries.pop(key, None)
         if entry is not None and entry.pins == 0:
-            _close(entry.file)
+            self._close(entry.file)
 
     def _evict(self) -> None:
         """Close least recently used unpinned files until within capacity (lock held)."""
@@ -249,7 +249,7 @@ class SegmentFileCache(Generic[F]):
                 if len(victims) == excess:
                     break
         for key in victims:
-            _close(self._entries.pop(key).file)
+            self._close(self._entries.pop(key).file)
         self.evictions += len(victims)
 
 

@@ -9,6 +9,7 @@ import struct
 
 from rafka.net.handlers import FileRecords
 from rafka.net.server import KafkaServer
+from rafka.partition_worker.file_closer import background_closer
 from rafka.partition_worker.messages import Region
 from rafka.partition_worker.segment_reader import REGION_FILES_SWEEP_INTERVAL_S, region_file_cache, region_key
 
@@ -16,6 +17,12 @@ from rafka.partition_worker.segment_reader import REGION_FILES_SWEEP_INTERVAL_S,
 def segment(path, data: bytes) -> Region:
     path.write_bytes(data)
     return Region(str(path), 0, len(data), os.stat(path).st_ino)
+
+
+def closed(f) -> bool:
+    """Whether `f` is closed, once the closer thread has closed everything handed to it."""
+    assert background_closer().wait_idle(10)
+    return f.closed
 
 
 def read(cache, region: Region) -> bytes | None:
@@ -53,11 +60,11 @@ def test_acquire_pins_every_file_or_none(tmp_path):
     assert cache.acquire([region_key(present), region_key(gone)]) is None
     files = cache.acquire([region_key(present)])
     others = cache.acquire([region_key(other)])   # over capacity while both are pinned...
-    assert len(cache) == 2 and not files[0].closed and not others[0].closed
+    assert len(cache) == 2 and not closed(files[0]) and not closed(others[0])
     cache.release(files)                           # ...the least recently used closes once released
-    assert files[0].closed and len(cache) == 1 and not others[0].closed
+    assert closed(files[0]) and len(cache) == 1 and not closed(others[0])
     cache.release(others)
-    assert not others[0].closed and len(cache) == 1
+    assert not closed(others[0]) and len(cache) == 1
 
 
 def test_a_failed_acquire_leaves_nothing_pinned(tmp_path):
@@ -68,7 +75,7 @@ def test_a_failed_acquire_leaves_nothing_pinned(tmp_path):
     cache.release(files)
     assert cache.acquire([region_key(present), region_key(Region(str(tmp_path / "b.log"), 0, 1, 1))]) is None
     cache.release(cache.acquire([region_key(other)]))  # evicts the present file: it is not pinned
-    assert files[0].closed and len(cache) == 1
+    assert closed(files[0]) and len(cache) == 1
 
 
 def test_sweep_closes_files_whose_segment_was_removed(tmp_path):
@@ -79,7 +86,7 @@ def test_sweep_closes_files_whose_segment_was_removed(tmp_path):
     cache.release([f_kept, f_removed])
     os.unlink(removed.path)
     assert cache.sweep() == 1
-    assert f_removed.closed and not f_kept.closed and len(cache) == 1
+    assert closed(f_removed) and not closed(f_kept) and len(cache) == 1
 
 
 def test_a_swept_file_being_sent_closes_when_released(tmp_path):
@@ -87,9 +94,9 @@ def test_a_swept_file_being_sent_closes_when_released(tmp_path):
     cache = region_file_cache()
     files = cache.acquire([region_key(removed)])
     os.unlink(removed.path)
-    assert cache.sweep() == 1 and len(cache) == 0 and not files[0].closed
+    assert cache.sweep() == 1 and len(cache) == 0 and not closed(files[0])
     cache.release(files)
-    assert files[0].closed
+    assert closed(files[0])
 
 
 def test_acquire_sweeps_by_itself_once_the_interval_has_passed(tmp_path):
@@ -102,10 +109,10 @@ def test_acquire_sweeps_by_itself_once_the_interval_has_passed(tmp_path):
     os.unlink(removed.path)
     now[0] += REGION_FILES_SWEEP_INTERVAL_S - 1
     cache.release(cache.acquire([region_key(kept)]))
-    assert not files[0].closed                     # not yet due
+    assert not closed(files[0])                     # not yet due
     now[0] += 1
     cache.release(cache.acquire([region_key(kept)]))
-    assert files[0].closed and len(cache) == 1
+    assert closed(files[0]) and len(cache) == 1
 
 
 class _OneAnswer:
