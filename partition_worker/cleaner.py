@@ -49,9 +49,10 @@ import time
 from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from rafka.common.config import LogConfig
+from rafka.partition_worker.file_reaper import remove_now
 from rafka.partition_worker.offset_map import OffsetMap
 from rafka.partition_worker.record_batch import (
     HEADER_STRUCT, MIN_BATCH_LENGTH, RECORD_BATCH_OVERHEAD, BatchHeader, Compression, Record, TimestampType,
@@ -460,13 +461,10 @@ class LogCleaning:
 
 # -- files ------------------------------------------------------------------------------------
 
-def _delete_segment(seg: LogSegment) -> None:
+def _delete_segment(seg: LogSegment, remove: Callable[[str], None] = remove_now) -> None:
     seg.close()
     for path in (seg.log_path, seg.index.path, seg.time_index.path):
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
+        remove(str(path))
 
 
 def swap_in(cleaned: LogSegment, old: Sequence[LogSegment]) -> None:
@@ -483,10 +481,10 @@ def swap_in(cleaned: LogSegment, old: Sequence[LogSegment]) -> None:
     fsync_dir(cleaned.directory)
 
 
-def delete_segment_files(segments: Sequence[LogSegment]) -> None:
-    """Close segments swapped out by a cleaning and delete their `.deleted` files."""
+def delete_segment_files(segments: Sequence[LogSegment], remove: Callable[[str], None] = remove_now) -> None:
+    """Close segments swapped out by a cleaning and `remove` their `.deleted` files."""
     for seg in segments:
-        _delete_segment(seg)
+        _delete_segment(seg, remove)
 
 
 def _offset_of(name: str) -> int | None:

@@ -13,7 +13,7 @@ Two kinds of process use it:
   opens; `configure()` changes it.
 - the front end (`segment_reader.region_file_cache()`): file objects for sendfile keyed by
   (path, inode), found by identity after a rename or swap, swept of deleted files, and
-  closed on a thread of their own (`file_closer`), off the event loop.
+  closed on a thread of their own (`file_reaper`), off the event loop.
 
 Pinning: a file handed out by `borrow()` or `acquire()` is never closed by eviction until its
 block ends or `release()`, so its number cannot be reused for another file while a caller
@@ -30,7 +30,7 @@ import time
 from collections import OrderedDict
 from typing import Any, Callable, Generic, Hashable, Iterable, TypeVar
 
-from rafka.partition_worker.file_closer import close_now
+from rafka.partition_worker.file_reaper import close_now
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class SegmentFileCache(Generic[F]):
     `sweep_interval_s` of `clock` (None: never by itself) `acquire` and `borrow` first close
     the cached files that were unlinked, so deleted segments do not hold disk space for long.
     Every file the cache lets go is closed by `closer` (by default at once; an event loop's
-    cache hands them to a `BackgroundCloser`, as the last close of a deleted file is slow).
+    cache hands them to a `FileReaper`, as the last close of a deleted file is slow).
     """
 
     def __init__(self, capacity: int | None = None, *,

@@ -46,7 +46,7 @@ import time
 from bisect import bisect_right
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from rafka.common.config import LogConfig
 from rafka.common.errors import (
@@ -58,6 +58,7 @@ from rafka.partition_worker import cleaner as _cleaner
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult, LogCleaning
 from rafka.partition_worker import retention
 from rafka.partition_worker.checkpoints import EpochEntry
+from rafka.partition_worker.file_reaper import remove_now
 from rafka.partition_worker.follower_append import check_follower_offsets
 from rafka.partition_worker.producer_state import ProducerStateManager
 from rafka.partition_worker.record_batch import (
@@ -128,6 +129,10 @@ class PartitionLog:
         self._closed = False
         self.offline_reason: str | None = None  # why the log takes no writes (its log dir failed)
         self._swapped_out: list[tuple[int, tuple[LogSegment, ...]]] = []  # (delete at ms, segments)
+        # How a deleted segment's file goes once file.delete.delay.ms has passed: at once, or
+        # handed by the owning actor to its process's `FileReaper` (freeing a big file's
+        # blocks takes its time, which the actor's event loop must not spend).
+        self.remove_file: Callable[[str], None] = remove_now
         self._logger = Prefixed(logging.getLogger(__name__),
                                 f"[PartitionLog partition={directory.name}, dir={directory.parent}]")
         self.producer_state = ProducerStateManager(config.producer_id_expiration_ms)
@@ -758,7 +763,7 @@ class PartitionLog:
             return 0
         self._pending_deletes = [(when, seg) for when, seg in self._pending_deletes if when > now_ms]
         for segment in due:
-            retention.delete_marked_files(segment)
+            retention.delete_marked_files(segment, self.remove_file)
         self._logger.info("Deleted segment files %s", ", ".join(repr(s) for s in due))
         return len(due)
 
@@ -928,7 +933,7 @@ class PartitionLog:
         due = [segs for at, segs in self._swapped_out if force or at <= now]
         self._swapped_out = [(at, segs) for at, segs in self._swapped_out if not (force or at <= now)]
         for segs in due:
-            _cleaner.delete_segment_files(segs)
+            _cleaner.delete_segment_files(segs, self.remove_file)
         return sum(len(segs) for segs in due)
 
     def remove_expired_producers(self, now_ms: int | None = None) -> list[int]:

@@ -34,6 +34,7 @@ from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
 from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.checkpoints import LeaderEpochCache, check_topic_id
 from rafka.partition_worker.cleaner import CleanableInfo, CleanResult
+from rafka.partition_worker.file_reaper import file_reaper
 from rafka.partition_worker.held_writes import HeldWrites
 from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.parked_reads import Follow, ParkedReads
@@ -108,6 +109,7 @@ class PartitionReplica:
         self._log = PartitionLog.open(directory, config,
                                       recovery_point=checkpoint.recovery_point if checkpoint else None,
                                       log_start_offset=checkpoint.log_start_offset if checkpoint else None)
+        self._log.remove_file = file_reaper().remove   # deleted segments' blocks are freed off the loop
         self._leader_epochs = LeaderEpochCache(directory)
         # The checkpointed high watermark (Kafka's replication-offset-checkpoint): a leader's
         # never goes back, so after a restart or a dormancy consumers see what they saw before.

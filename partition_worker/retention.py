@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from rafka.partition_worker.file_reaper import remove_now
 from rafka.partition_worker.segment import LogSegment
 from rafka.partition_worker.segment_files import DELETED_SUFFIX
 
@@ -125,11 +126,11 @@ def mark_deleted(segment: LogSegment) -> None:
             pass  # an index that was never written
 
 
-def delete_marked_files(segment: LogSegment) -> None:
-    """Close the segment and remove its `.deleted` files (after file.delete.delay.ms)."""
+def delete_marked_files(segment: LogSegment, remove: Callable[[str], None] = remove_now) -> None:
+    """Close the segment and `remove` its `.deleted` files (after file.delete.delay.ms)."""
     segment.close()
     for path in segment_paths(segment):
-        Path(str(path) + DELETED_SUFFIX).unlink(missing_ok=True)
+        remove(str(path) + DELETED_SUFFIX)
 
 
 def remove_leftover_deleted_files(directory: Path) -> list[str]:

@@ -8,7 +8,7 @@ the rules for finding a file after retention or compaction stay inside `partitio
 - `region_file_cache()`: the bounded cache of open files a front end sends regions from,
   keyed by `region_key(region)` and found by identity (`open_region_file`): pinned while a
   response is sent, swept of deleted segments every 30 s, and closed on a thread of their
-  own (`file_closer`: freeing a deleted segment's blocks would stall the event loop);
+  own (`file_reaper`: freeing a deleted segment's blocks would stall the event loop);
 - `read_region`: one region's bytes, found by identity;
 - `iter_headers`: the batch headers in a stretch of a segment file (no CRC check);
 - `next_offset_after`: the offset after the last whole batch of some bytes.
@@ -19,7 +19,7 @@ import time
 from typing import BinaryIO, Callable
 
 from rafka.partition_worker.file_cache import SegmentFileCache
-from rafka.partition_worker.file_closer import background_closer
+from rafka.partition_worker.file_reaper import file_reaper
 from rafka.partition_worker.messages import Region
 from rafka.partition_worker.record_batch import BatchHeader, next_offset_after
 from rafka.partition_worker.segment import iter_headers
@@ -43,9 +43,9 @@ def _open_region(key: tuple[str, int]) -> BinaryIO | None:
 def region_file_cache(capacity: int = REGION_FILE_CACHE_CAPACITY, *,
                       clock: Callable[[], float] = time.monotonic) -> SegmentFileCache[BinaryIO]:
     """A cache of the files regions name, opened read-only by identity (None: deleted for good),
-    closed by the process's `background_closer`."""
+    closed by the process's `file_reaper`."""
     return SegmentFileCache(capacity, opener=_open_region, sweep_interval_s=REGION_FILES_SWEEP_INTERVAL_S,
-                            clock=clock, closer=background_closer())
+                            clock=clock, closer=file_reaper().close)
 
 
 __all__ = [

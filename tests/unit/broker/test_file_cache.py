@@ -9,7 +9,7 @@ import struct
 
 from rafka.net.handlers import FileRecords
 from rafka.net.server import KafkaServer
-from rafka.partition_worker.file_closer import background_closer
+from rafka.partition_worker.file_reaper import file_reaper
 from rafka.partition_worker.messages import Region
 from rafka.partition_worker.segment_reader import REGION_FILES_SWEEP_INTERVAL_S, region_file_cache, region_key
 
@@ -20,8 +20,8 @@ def segment(path, data: bytes) -> Region:
 
 
 def closed(f) -> bool:
-    """Whether `f` is closed, once the closer thread has closed everything handed to it."""
-    assert background_closer().wait_idle(10)
+    """Whether `f` is closed, once the reaper thread has closed everything handed to it."""
+    assert file_reaper().wait_idle(10)
     return f.closed
 
 
