@@ -299,7 +299,8 @@ def run_workload(broker: str, bootstrap: str, record_size: int, records: int, ti
     return WorkloadResult(broker, record_size, records, produce_s, consume_s, consumed, consume_cpu_s,
                           consume_defaults_s, produce_untimed=records - timed, pair=pair,
                           first_writes_s=first_writes_s, consume_fetches=fetches.fetches,
-                          consume_kib_per_fetch=fetches.kib_per_fetch, consume_rtt_p99_ms=fetches.rtt_p99_max_ms)
+                          consume_kib_per_fetch=fetches.kib_per_fetch, consume_rtt_avg_ms=fetches.rtt_avg_ms,
+                          consume_rtt_p99_ms=fetches.rtt_p99_max_ms)
 
 
 def _check_read(broker: str, record_size: int, consumed: int, records: int, idle_timeout_s: float,

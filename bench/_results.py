@@ -31,9 +31,10 @@ class WorkloadResult:
     # until all were acknowledged (bench/_kafka.py `produce`): a new topic's start, not its rate.
     first_writes_s: float = 0.0
     # The consume's fetches, from the consumer's own statistics (bench/_fetch_stats.py): how many,
-    # their mean answer, and the worst 250 ms interval's p99 request round trip.
+    # their mean answer, their mean request round trip and the worst 250 ms interval's p99.
     consume_fetches: int = 0
     consume_kib_per_fetch: float = 0.0
+    consume_rtt_avg_ms: float = 0.0
     consume_rtt_p99_ms: float = 0.0
     # Cores the other broker's processes used meanwhile (idle, but not free: it skews this run).
     background_cores: float | None = None

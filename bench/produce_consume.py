@@ -288,15 +288,15 @@ def measurements_text(results: Results) -> str:
              " duplicates and gaps):",
              f"  {'pair':>4} {'broker':<19} {'size':>6} {'records':>9} {'produce rec/s':>14} {'MB/s':>7}"
              f" {'consume rec/s':>14} {'MB/s':>7} {'consumer CPU':>13} {'fetches':>8} {'KiB/fetch':>10}"
-             f" {'rtt p99':>8} {'consume, defaults':>18} {'other broker':>13}"]
+             f" {'rtt avg':>8} {'rtt p99':>8} {'consume, defaults':>18} {'other broker':>13}"]
     for w in results.workloads:
         lines.append(f"  {w.pair:>4} {w.broker:<19} {size_label(w.record_size):>6} {w.records:>9,}"
                      f" {w.produce_rps:>14,.0f} {w.produce_mbps:>7.1f} {w.consume_rps:>14,.0f} {w.consume_mbps:>7.1f}"
                      f" {w.consume_client_core_share:>12.0%} {w.consume_fetches:>8,} {w.consume_kib_per_fetch:>10,.0f}"
-                     f" {w.consume_rtt_p99_ms:>5.1f} ms {w.consume_defaults_rps:>18,.0f}"
+                     f" {w.consume_rtt_avg_ms:>5.1f} ms {w.consume_rtt_p99_ms:>5.1f} ms {w.consume_defaults_rps:>18,.0f}"
                      f" {w.background_cores or 0:>8.2f} cores")
-    lines.append("  (fetches, KiB/fetch, rtt p99: the consume's fetch requests, their mean answer and the worst"
-                 " 250 ms interval's p99 request round trip, from the consumer's own statistics: a run below the"
+    lines.append("  (fetches, KiB/fetch, rtt avg, rtt p99: the consume's fetch requests, their mean answer, their mean"
+                 " request round trip and the worst 250 ms interval's p99, from the consumer's own statistics: a run below the"
                  " client's ceiling with its consumer CPU low and these high or few was slowed by the broker;"
                  " consume, defaults: the same consume with librdkafka's default settings, whose 1 s"
                  " fetch.queue.backoff.ms sets the pace; other broker: the cores the idle other broker's"
