@@ -110,6 +110,7 @@ class PartitionReplica:
                                       recovery_point=checkpoint.recovery_point if checkpoint else None,
                                       log_start_offset=checkpoint.log_start_offset if checkpoint else None)
         self._log.remove_file = file_reaper().remove   # deleted segments' blocks are freed off the loop
+        self._log.flush_rolled_later = self._flush_rolled_in_background
         self._leader_epochs = LeaderEpochCache(directory)
         # The checkpointed high watermark (Kafka's replication-offset-checkpoint): a leader's
         # never goes back, so after a restart or a dormancy consumers see what they saw before.
@@ -180,6 +181,39 @@ class PartitionReplica:
             self._wrote()
             self._schedule_file_deletion()
         return deleted
+
+    def _flush_rolled_in_background(self, segments: tuple, done: Callable[[], None]) -> None:
+        """fsync segments the log just rolled on a thread of the loop's executor, then move the
+        recovery point (`done`) back on the loop: the append that rolled, and every request of
+        the partition behind it, do not wait for the page cache's share of a 1 GiB segment
+        (measured here: 300 MB written over 6 s took 0.58 s to fsync). A failed fsync takes the
+        log offline, as a failed flush does on the loop. Without a running loop (a test driving
+        the replica directly), at once."""
+        log = self._log
+
+        def flush_all() -> None:
+            for segment in segments:
+                segment.flush()
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            flush_all()
+            done()
+            return
+
+        def finished(future: asyncio.Future) -> None:
+            error = future.exception()
+            if error is None:
+                done()
+            elif log.closed or isinstance(error, FileNotFoundError):   # closed, or deleted, meanwhile
+                self._logger.info("rolled segments %s not flushed in the background: %s", segments, error)
+            else:   # (mark_offline logs it)
+                reason = describe_os_error(error) if isinstance(error, OSError) else repr(error)
+                log.mark_offline(f"flushing rolled segments failed: {reason}", error)
+                self._log_went_offline()
+
+        loop.run_in_executor(None, flush_all).add_done_callback(finished)
 
     def _schedule_file_deletion(self) -> None:
         """Arm one timer for the earliest `.deleted` files (later ones are due later still)."""
