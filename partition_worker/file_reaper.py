@@ -22,7 +22,7 @@ import logging
 import os
 import queue
 import threading
-from typing import Any
+from typing import Any, Callable
 
 log = logging.getLogger(__name__)
 
@@ -43,58 +43,46 @@ def remove_now(path: str | os.PathLike) -> None:
         pass
 
 
-class _Remove:
-    __slots__ = ("path",)
-
-    def __init__(self, path: str | os.PathLike) -> None:
-        self.path = path
-
-
 class FileReaper:
     """Closes and removes files on its own thread, in the order given (see the module docstring)."""
 
     def __init__(self, name: str = "rafka-file-reaper") -> None:
         self._name = name
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        # (what to do, what it is done to: named in the log if it fails)
+        self._queue: queue.SimpleQueue[tuple[Callable[[Any], None], Any]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
 
     def close(self, f: Any) -> None:
         """Close `f` (a descriptor or a file object) soon, on the reaper's thread."""
-        self._put(f)
+        self._put(close_now, f)
 
     def remove(self, path: str | os.PathLike) -> None:
         """Remove the file at `path` soon, on the reaper's thread (gone already: nothing to do)."""
-        self._put(_Remove(path))
+        self._put(remove_now, path)
 
     def wait_idle(self, timeout_s: float | None = None) -> bool:
         """Wait until everything handed over before this call is done; False on timeout."""
         done = threading.Event()
-        self._put(done)
+        self._put(threading.Event.set, done)
         return done.wait(timeout_s)
 
-    def _put(self, item: Any) -> None:
+    def _put(self, action: Callable[[Any], None], target: Any) -> None:
         if self._thread is None:
             with self._start_lock:
                 if self._thread is None:
                     thread = threading.Thread(target=self._run, name=self._name, daemon=True)
                     thread.start()
                     self._thread = thread
-        self._queue.put(item)
+        self._queue.put((action, target))
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            action, target = self._queue.get()
             try:
-                if isinstance(item, threading.Event):
-                    item.set()
-                elif isinstance(item, _Remove):
-                    remove_now(item.path)
-                else:
-                    close_now(item)
+                action(target)
             except OSError as e:   # (nothing to hand it back to; a delayed delete is retried at the next open)
-                log.warning("could not %s %r: %s", "remove" if isinstance(item, _Remove) else "close",
-                            getattr(item, "path", item), e)
+                log.warning("could not %s %r: %s", action.__name__.removesuffix("_now"), target, e)
 
 
 _process_reaper = FileReaper()

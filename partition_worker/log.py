@@ -105,6 +105,10 @@ class ReadResult:
         return sum(r.length for r in self.regions)
 
 
+# fsyncs rolled segments elsewhere, then calls `done()` on the owner's thread (`PartitionLog.open`)
+RolledFlush = Callable[[tuple[LogSegment, ...], Callable[[], None]], None]
+
+
 class PartitionLog:
     """Segmented log of one replica on one disk.
 
@@ -115,7 +119,9 @@ class PartitionLog:
     may run between appends and only ever see whole, written batches.
     """
 
-    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment]) -> None:
+    def __init__(self, directory: Path, config: LogConfig, segments: list[LogSegment], *,
+                 remove_file: Callable[[str], None] = remove_now,
+                 flush_rolled_later: RolledFlush | None = None) -> None:
         self.directory = directory
         self.config = config
         self._segments: tuple[LogSegment, ...] = tuple(segments)
@@ -130,16 +136,8 @@ class PartitionLog:
         self._closed = False
         self.offline_reason: str | None = None  # why the log takes no writes (its log dir failed)
         self._swapped_out: list[tuple[int, tuple[LogSegment, ...]]] = []  # (delete at ms, segments)
-        # How a deleted segment's file goes once file.delete.delay.ms has passed: at once, or
-        # handed by the owning actor to its process's `FileReaper` (freeing a big file's
-        # blocks takes its time, which the actor's event loop must not spend).
-        self.remove_file: Callable[[str], None] = remove_now
-        # How a rolled segment is fsynced: None, at the roll (the append that rolls waits for
-        # it); or handed to `flush_rolled_later(segments, done)`, which fsyncs them elsewhere
-        # and then calls `done()` on the owner's thread to move the recovery point (Kafka
-        # flushes a rolled segment on its scheduler thread: with the page cache holding up to
-        # 30 s of writes, the fsync of a 1 GiB segment can take seconds).
-        self.flush_rolled_later: Callable[[tuple[LogSegment, ...], Callable[[], None]], None] | None = None
+        self._remove_file = remove_file
+        self._flush_rolled_later = flush_rolled_later
         self._truncations = 0   # a background flush finished after a truncation moves nothing
         self._logger = Prefixed(logging.getLogger(__name__),
                                 f"[PartitionLog partition={directory.name}, dir={directory.parent}]")
@@ -148,7 +146,9 @@ class PartitionLog:
     # -- opening -------------------------------------------------------------------------
     @classmethod
     def open(cls, directory: Path, config: LogConfig, *, now_ms: int | None = None,
-             recovery_point: int | None = None, log_start_offset: int | None = None) -> "PartitionLog":
+             recovery_point: int | None = None, log_start_offset: int | None = None,
+             remove_file: Callable[[str], None] = remove_now,
+             flush_rolled_later: RolledFlush | None = None) -> "PartitionLog":
         """Open (creating if needed) the log in `directory`, recovering it after an unclean stop.
 
         `recovery_point` is the checkpointed offset below which everything was fsynced (None:
@@ -158,6 +158,14 @@ class PartitionLog:
         segment's base. Interrupted cleaner swaps are completed or rolled back and files left
         as `.deleted` are removed first. `now_ms` starts the `flush.ms` clock and expires
         producers.
+
+        `remove_file` removes a deleted segment's file once file.delete.delay.ms has passed: at
+        once by default; an actor hands it to its process's `FileReaper` (freeing a big file's
+        blocks takes time its event loop must not spend). `flush_rolled_later(segments, done)`,
+        when given, fsyncs rolled segments elsewhere and then calls `done()` on the owner's
+        thread to move the recovery point; without it the append that rolls fsyncs them (Kafka
+        flushes a rolled segment on its scheduler thread: with the page cache holding up to
+        30 s of writes, the fsync of a 1 GiB segment can take seconds).
         """
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
@@ -207,7 +215,7 @@ class PartitionLog:
                 break
             if i + 1 < len(bases) and seg.recovered_bytes is not None:
                 seg.seal()  # not the active one: release its files now, or a long scan runs out of them
-        log = cls(directory, config, segments)
+        log = cls(directory, config, segments, remove_file=remove_file, flush_rolled_later=flush_rolled_later)
         log._recovery_point = log.log_end_offset if clean else min(checkpoint, log.log_end_offset)
         log._last_flush_ms = now
         if log_start_offset is not None:
@@ -405,7 +413,7 @@ class PartitionLog:
         new_base = active.next_offset
         active.seal()
         rolled = None
-        if self.flush_rolled_later is None:
+        if self._flush_rolled_later is None:
             self._flush_upto(new_base)
         else:
             rolled = self._unflushed_segments(new_base)
@@ -421,7 +429,7 @@ class PartitionLog:
             # journal (measured: 120 and 164 ms of a 260 ms roll). A snapshot durable before
             # the data below it is safe: one above the log end after a crash is deleted.
             truncations = self._truncations
-            self.flush_rolled_later(rolled, lambda: self._rolled_segments_flushed(new_base, truncations))
+            self._flush_rolled_later(rolled, lambda: self._rolled_segments_flushed(new_base, truncations))
         self._logger.info("rolled new log segment at offset %d (previous segment %d bytes)", new_base, active.size)
         return segment
 
@@ -789,7 +797,7 @@ class PartitionLog:
             return 0
         self._pending_deletes = [(when, seg) for when, seg in self._pending_deletes if when > now_ms]
         for segment in due:
-            retention.delete_marked_files(segment, self.remove_file)
+            retention.delete_marked_files(segment, self._remove_file)
         self._logger.info("Deleted segment files %s", ", ".join(repr(s) for s in due))
         return len(due)
 
@@ -972,7 +980,7 @@ class PartitionLog:
         due = [segs for at, segs in self._swapped_out if force or at <= now]
         self._swapped_out = [(at, segs) for at, segs in self._swapped_out if not (force or at <= now)]
         for segs in due:
-            _cleaner.delete_segment_files(segs, self.remove_file)
+            _cleaner.delete_segment_files(segs, self._remove_file)
         return sum(len(segs) for segs in due)
 
     def remove_expired_producers(self, now_ms: int | None = None) -> list[int]:

@@ -108,9 +108,10 @@ class PartitionReplica:
         check_topic_id(directory, tp, topic_id)
         self._log = PartitionLog.open(directory, config,
                                       recovery_point=checkpoint.recovery_point if checkpoint else None,
-                                      log_start_offset=checkpoint.log_start_offset if checkpoint else None)
-        self._log.remove_file = file_reaper().remove   # deleted segments' blocks are freed off the loop
-        self._log.flush_rolled_later = self._flush_rolled_in_background
+                                      log_start_offset=checkpoint.log_start_offset if checkpoint else None,
+                                      # (deleted segments' blocks are freed, rolled ones fsynced, off the loop)
+                                      remove_file=file_reaper().remove,
+                                      flush_rolled_later=self._flush_rolled_in_background)
         self._leader_epochs = LeaderEpochCache(directory)
         # The checkpointed high watermark (Kafka's replication-offset-checkpoint): a leader's
         # never goes back, so after a restart or a dormancy consumers see what they saw before.

@@ -139,6 +139,6 @@ def remove_leftover_deleted_files(directory: Path) -> list[str]:
     removed = []
     for path in directory.iterdir():
         if path.name.endswith(DELETED_SUFFIX) and path.is_file():
-            path.unlink(missing_ok=True)
+            remove_now(path)
             removed.append(path.name)
     return sorted(removed)

@@ -26,9 +26,8 @@ def batch() -> bytes:
 
 def rolled_log(tmp_path, segments: int = 2):
     """A log whose rolls are handed over (not flushed), filled until it has `segments`."""
-    log = PartitionLog.open(tmp_path / "t-0", SMALL)
     handed: list = []
-    log.flush_rolled_later = lambda segs, done: handed.append((segs, done))
+    log = PartitionLog.open(tmp_path / "t-0", SMALL, flush_rolled_later=lambda segs, done: handed.append((segs, done)))
     while len(log.segments) < segments:
         log.append(batch(), leader_epoch=0, max_batch_bytes=1 << 20)
     return log, handed
