@@ -1,7 +1,8 @@
-"""Machine limits: loopback TCP throughput and sequential disk write rate."""
+"""Machine limits: loopback TCP throughput, sequential disk write rate, and what waking costs."""
 from __future__ import annotations
 
 import re
+import statistics
 import socket
 import subprocess
 import sys
@@ -9,7 +10,7 @@ import time
 from pathlib import Path
 
 from _kafka import PhaseError
-from _results import RateResult
+from _results import RateResult, WakeCostResult
 
 GIB = 1024 ** 3
 SOCKET_BUFFER = 4 * 1024 * 1024
@@ -57,3 +58,34 @@ def disk_write_rate(directory: Path, count_mib: int = 1024,
         raise PhaseError(f"dd failed: {proc.stderr.strip()}")
     finally:
         target.unlink(missing_ok=True)
+
+
+def _python_work() -> int:
+    """A fixed piece of interpreter work (dict updates in a loop, ~60 µs here when hot): the
+    kind of code a replica or the front end runs per record."""
+    counts: dict[int, int] = {}
+    for i in range(400):
+        counts[i % 37] = counts.get(i % 37, 0) + i
+    return len(counts)
+
+
+def wake_cost(gaps_ms: tuple[float, ...], chunks: int = 300) -> WakeCostResult:
+    """The thread CPU of `_python_work` run `chunks` times back to back, and `chunks` times
+    each after a sleep of each of `gaps_ms` (medians; the sleep itself not counted).
+
+    A process woken every few milliseconds finds its caches and branch predictors cold (on a
+    VM, other guests ran on the core meanwhile), so the same code costs it more CPU per call
+    than a busy one: the reason a replica's CPU per record falls as its rate rises.
+    """
+    def timed(gap_s: float) -> float:
+        costs = []
+        for _ in range(chunks):
+            if gap_s:
+                time.sleep(gap_s)
+            started = time.thread_time_ns()
+            _python_work()
+            costs.append(time.thread_time_ns() - started)
+        return statistics.median(costs) / 1000
+
+    timed(0)   # (warm the code once)
+    return WakeCostResult(timed(0), {gap: timed(gap / 1000) for gap in gaps_ms})

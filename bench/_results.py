@@ -159,6 +159,23 @@ class StartupResult:
     bootstrap: str
 
 
+@dataclass(frozen=True)
+class WakeCostResult:
+    """The CPU of one fixed piece of Python work run back to back, and run once after each
+    sleep of `gap_ms`: what being woken costs a process on this machine (medians, µs). A
+    process woken every few ms (a replica at a steady rate) pays the slower figure per record."""
+
+    hot_us: float
+    after_sleep_us: dict[float, float]   # ms asleep before the work -> its CPU in µs
+
+    def slowdown(self, gap_ms: float) -> float:
+        """How many times the back-to-back CPU the work costs after `gap_ms` asleep."""
+        return self.after_sleep_us[gap_ms] / self.hot_us
+
+    def describe(self) -> str:
+        after = ", ".join(f"{self.slowdown(gap):.1f}x after {gap:g} ms" for gap in sorted(self.after_sleep_us))
+        return f"Python work woken from sleep: {self.hot_us:.0f} µs of CPU back to back, {after} asleep"
+
 @dataclass
 class Results:
     """Everything one run measured, plus the phases that failed (name -> error text)."""
@@ -168,6 +185,7 @@ class Results:
     consume_ceiling: list[ConsumeCeilingResult] = field(default_factory=list)  # every run
     loopback: RateResult | None = None
     disk: RateResult | None = None
+    wake: WakeCostResult | None = None
     memory: MemoryResult | None = None
     startup: StartupResult | None = None
     latency: list[LatencyResult] = field(default_factory=list)  # every end-to-end latency run
@@ -216,6 +234,7 @@ class Results:
                                 for c in self.consume_ceiling],
             "loopback": {**asdict(self.loopback), "mbps": self.loopback.mbps} if self.loopback else None,
             "disk": {**asdict(self.disk), "mbps": self.disk.mbps} if self.disk else None,
+            "wake_cost": asdict(self.wake) if self.wake else None,
             "memory": {**asdict(self.memory), "total_mib": self.memory.total_mib} if self.memory else None,
             "startup": asdict(self.startup) if self.startup else None,
             "failures": self.failures,

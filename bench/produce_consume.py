@@ -36,7 +36,9 @@ It measures:
      --ceiling-runs, as a ceiling is the most that was reached; and the end-to-end latency
      floor: the latency run of 3. against a one-process in-memory Python stand-in broker
      (bench/_instant_log.py), --ceiling-runs times, printed with the latency runs;
-  7. machine limits: loopback TCP throughput and dd's sequential disk write rate;
+  7. machine limits: loopback TCP throughput, dd's sequential disk write rate, and the CPU
+     of one piece of Python work run back to back against run after a sleep (what being
+     woken every few ms costs a process here);
   8. the PSS of the idle rafka cluster (Ray session + ZooKeeper), against 1.2 GiB, and the
      seconds `rafka up --detach` takes to serve, against 15 s.
 
@@ -104,10 +106,16 @@ class Target:
 
 # -- the phases --------------------------------------------------------------------------
 
+# A replica's time between records in the latency runs, and a shorter and a longer gap beside it.
+REPLICA_WAKE_GAP_MS = 1000 * _kafka.PARTITIONS / LATENCY_RATE
+WAKE_GAPS_MS = (0.5, REPLICA_WAKE_GAP_MS, 20.0)
+
+
 def machine_phases(results: Results, data_dir: Path) -> None:
-    """Loopback TCP and disk write limits."""
+    """Loopback TCP and disk write limits, and what a wake-up costs a process's CPU."""
     results.loopback = run_phase(results, "loopback TCP", _machine.loopback_throughput, 120)
     results.disk = run_phase(results, "disk write (dd)", lambda: _machine.disk_write_rate(data_dir), 180)
+    results.wake = run_phase(results, "wake cost", lambda: _machine.wake_cost(WAKE_GAPS_MS), 120)
 
 
 def ceiling_phases(results: Results, records: dict[int, int], runs: int, latency_s: float) -> None:
@@ -347,6 +355,9 @@ def measurements_text(results: Results) -> str:
     for r in (results.loopback, results.disk):
         if r:
             lines.append(f"  {r.what}: {r.mbps:,.0f} MB/s ({r.detail})")
+    if results.wake:
+        lines.append(f"  {results.wake.describe()} (a replica at {LATENCY_RATE:,} rec/s over {_kafka.PARTITIONS}"
+                     f" partitions is woken about every {REPLICA_WAKE_GAP_MS:g} ms)")
     if results.memory:
         m = results.memory
         lines.append(f"  idle PSS: {m.total_mib:,.0f} MiB in {len(m.processes)} processes"

@@ -1,5 +1,6 @@
 """The table of bench/produce_consume.py from made-up results: medians of pairs, never the best
-run; the idempotent, latency, idle-topics and spread rows; the ceilings and the machine."""
+run; the idempotent, latency, idle-topics and spread rows; the ceilings and the machine, with
+what a wake-up costs."""
 from __future__ import annotations
 
 import sys
@@ -10,7 +11,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from _comparison import comparison_rows  # noqa: E402
-from _results import ConsumeCeilingResult, LatencyResult, Results, WorkloadResult  # noqa: E402
+from _results import ConsumeCeilingResult, LatencyResult, Results, WakeCostResult, WorkloadResult  # noqa: E402
 
 
 def run(broker: str, pair: int, consume_rps: float, produce_rps: float = 1000.0, size: int = 100) -> WorkloadResult:
@@ -101,3 +102,12 @@ def test_machine_rows_stay() -> None:
                      "idle cluster PSS MiB (Ray + ZooKeeper) vs 1.2 GiB", "`rafka up` seconds to serve vs 15 s",
                      "produce 100 B rec/s, median vs client enqueue ceiling"):
         assert expected in metrics
+
+
+def test_the_wake_cost_line_gives_each_sleep_as_a_multiple_of_the_work_run_back_to_back() -> None:
+    wake = WakeCostResult(hot_us=50.0, after_sleep_us={20.0: 175.0, 0.5: 80.0, 3.0: 150.0})
+    assert wake.slowdown(3.0) == 3.0
+    assert wake.describe() == ("Python work woken from sleep: 50 µs of CPU back to back, 1.6x after 0.5 ms,"
+                               " 3.0x after 3 ms, 3.5x after 20 ms asleep")
+    assert Results(wake=wake).to_json()["wake_cost"] == {"hot_us": 50.0,
+                                                         "after_sleep_us": {20.0: 175.0, 0.5: 80.0, 3.0: 150.0}}
