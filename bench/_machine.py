@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import re
-import statistics
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -61,7 +61,7 @@ def disk_write_rate(directory: Path, count_mib: int = 1024,
 
 
 def _python_work() -> int:
-    """A fixed piece of interpreter work (dict updates in a loop, ~60 µs here when hot): the
+    """A fixed piece of interpreter work (dict updates in a loop, some tens of µs when hot): the
     kind of code a replica or the front end runs per record."""
     counts: dict[int, int] = {}
     for i in range(400):

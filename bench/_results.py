@@ -176,6 +176,7 @@ class WakeCostResult:
         after = ", ".join(f"{self.slowdown(gap):.1f}x after {gap:g} ms" for gap in sorted(self.after_sleep_us))
         return f"Python work woken from sleep: {self.hot_us:.0f} µs of CPU back to back, {after} asleep"
 
+
 @dataclass
 class Results:
     """Everything one run measured, plus the phases that failed (name -> error text)."""
