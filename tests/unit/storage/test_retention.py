@@ -22,6 +22,7 @@ from rafka.partition_worker.record_batch import Record, encode_batch
 from rafka.partition_worker.replica_actor import PartitionReplica
 from rafka.partition_worker.replica_state import LeaderAndIsr
 from rafka.partition_worker.segment import FileRegion
+from tests.waiting import eventually
 
 MAX = 1 << 20
 NOW = 1_700_000_000_000
@@ -324,12 +325,6 @@ def test_delete_records_is_refused_off_the_leader_and_for_compact_only_topics(tm
 def test_replica_applies_retention_periodically_and_removes_files_when_due(tmp_path):
     """The actor's own schedule: retention.check.interval.ms, then file.delete.delay.ms."""
     quick = config(retention_ms=HOUR, retention_check_interval_ms=20, file_delete_delay_ms=300)
-
-    async def eventually(condition, timeout_s: float = 10.0) -> None:
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        while not condition():
-            assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
-            await asyncio.sleep(0.01)
 
     async def scenario() -> None:
         replica = make_replica(tmp_path, quick)

@@ -16,6 +16,7 @@ from rafka.partition_worker.record_batch import Record, encode_batch
 from rafka.partition_worker.replica_actor import PartitionReplica
 from rafka.partition_worker.replica_state import LeaderAndIsr
 from rafka.partition_worker.segment import LogSegment
+from tests.waiting import eventually
 
 SMALL = LogConfig(segment_bytes=1024, index_interval_bytes=128, retention_ms=-1, retention_bytes=-1)
 
@@ -92,13 +93,6 @@ async def rolled_replica(tmp_path) -> PartitionReplica:
     while len(replica._log.segments) < 2:
         assert replica.append([batch()], -1)[0].error is ErrorCode.NONE
     return replica
-
-
-async def eventually(condition, message: str) -> None:
-    deadline = asyncio.get_running_loop().time() + 10
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, message
-        await asyncio.sleep(0.01)
 
 
 def test_a_replica_appends_on_while_its_rolled_segment_is_fsynced_elsewhere(tmp_path, monkeypatch):
