@@ -18,7 +18,8 @@ log end: an empty answer keeps it dormant, batches wake it. Its position carries
 goes dormant or wakes under the same leader epoch (its log end is the same); one that would
 have to truncate first (a new epoch, a log out of the leader's range) is woken for that.
 A partition the leader fences (FENCED_LEADER_EPOCH: this broker follows an older epoch) waits
-for the next metadata; one the leader cannot serve yet (not its leader yet, its replica not up,
+for the next metadata, as does one whose local log dir failed (found before its first fetch
+under each epoch, so the leader never counts it caught up); one the leader cannot serve yet (not its leader yet, its replica not up,
 an epoch it has not heard of) backs off replica.fetch.backoff.ms and tries again, as Kafka's
 fetcher does, so a transient answer never stops a follower for good. Async; runs on the front
 end's event loop.
@@ -177,11 +178,18 @@ class ReplicaFetcher:
             else:
                 p.channel.wake_now()
                 p.back_off()
-        partitions = live
+        ends = await asyncio.gather(*[p.channel.actor.status.remote() for p in live])
+        partitions, statuses = [], []
+        for p, status in zip(live, ends):
+            if status.log_offline:
+                # Not even one fetch: the leader would count it caught up, and wait for it.
+                self._stop_offline(p)
+            else:
+                partitions.append(p)
+                statuses.append(status)
         if not partitions:
             return
         latest = await asyncio.gather(*[p.channel.actor.latest_leader_epoch.remote() for p in partitions])
-        ends = await asyncio.gather(*[p.channel.actor.status.remote() for p in partitions])
         by_topic: dict[str, list] = {}
         for p, epoch in zip(partitions, latest):
             by_topic.setdefault(p.tp.topic, []).append(
@@ -190,7 +198,7 @@ class ReplicaFetcher:
             "replica_id": self.broker_id, "topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]},
             timeout_s=30)
         results = {TopicPartition(t["topic"], r["partition"]): r for t in answer["topics"] for r in t["partitions"]}
-        for p, epoch, status in zip(partitions, latest, ends):
+        for p, epoch, status in zip(partitions, latest, statuses):
             r = results.get(p.tp)
             error = ErrorCode(r["error_code"]) if r else ErrorCode.UNKNOWN_SERVER_ERROR
             if error in _FENCED:
@@ -249,13 +257,17 @@ class ReplicaFetcher:
         if result.error is ErrorCode.NONE:
             p.fetch_offset = result.log_end_offset
         elif result.error is ErrorCode.KAFKA_STORAGE_ERROR:
-            # Its log dir failed (Kafka removes the fetchers of offline partitions): fetch again
-            # only when new metadata comes, by which time the controller has heard of it.
-            self._log.warning("%s: the follower's log dir is offline; not fetching until new metadata", p.tp)
-            p.fenced = True
+            self._stop_offline(p)
         else:
             self._log.warning("%s: the follower refused batches at %d: %s", p.tp, p.fetch_offset, result.error.name)
             p.truncating = True
+
+    def _stop_offline(self, p: FollowedPartition) -> None:
+        """The follower's log dir failed (Kafka removes the fetchers of offline partitions):
+        fetch for it again only when new metadata comes, by which time the controller has
+        heard of it; a follower still offline then stops again before its first fetch."""
+        self._log.warning("%s: the follower's log dir is offline; not fetching until new metadata", p.tp)
+        p.fenced = True
 
     async def _out_of_range(self, p: FollowedPartition, r: dict) -> None:
         """The leader's log does not hold `fetch_offset`: restart at its log start when this

@@ -96,6 +96,7 @@ class ReplicaStatus:
     high_watermark: int
     pid: int
     recovery_point: int = -1
+    log_offline: bool = False   # its log dir failed: reads only, and a follower fetches nothing
 
 
 # Special timestamps of ListOffsets (Kafka's ListOffsetsRequest).

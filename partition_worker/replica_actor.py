@@ -283,7 +283,8 @@ class PartitionReplica:
             topic=self._tp.topic, partition=self._tp.partition, broker_id=self._state.broker_id,
             leader=self._state.leader, leader_epoch=self._state.leader_epoch,
             log_start_offset=self._log.log_start_offset, log_end_offset=self._log.log_end_offset,
-            high_watermark=self._high_watermark(), pid=os.getpid(), recovery_point=self._log.recovery_point)
+            high_watermark=self._high_watermark(), pid=os.getpid(), recovery_point=self._log.recovery_point,
+            log_offline=self._log.offline)
 
     def flush(self) -> int:
         """fsync the log; returns the log end offset that is now durable (KafkaStorageError
@@ -711,6 +712,8 @@ class PartitionReplica:
             state.isr_confirmed(tuple(confirmed), self._log.log_end_offset, partition_epoch)
         else:
             self._logger.info("ISR change to %s refused: %s", list(isr), error.name)
+            if error is ErrorCode.INELIGIBLE_REPLICA:
+                state.refused_as_ineligible(isr)
             state.isr_confirmed(None, self._log.log_end_offset)
             self._isr_retry_at_ms = _now_ms() + ALTER_ISR_RETRY_BACKOFF_MS
         self._high_watermark_moved()

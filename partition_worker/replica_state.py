@@ -160,6 +160,17 @@ class ReplicaState:
         self.pending_isr = proposed
         return proposed
 
+    def refused_as_ineligible(self, proposed: tuple[int, ...]) -> None:
+        """The controller would not add the followers `proposed` adds (INELIGIBLE_REPLICA: a
+        replica offline on its broker, or a broker not alive). They stop counting as caught up,
+        so the high watermark does not wait for them as about to join: a replica on a failed log
+        dir fetches no more, and acks=all produces would otherwise wait replica.lag.time.max.ms
+        for it. Its next fetch counts again, as any other's."""
+        for broker in proposed:
+            progress = self.followers.get(broker)
+            if broker not in self.isr and progress is not None:
+                progress.last_caught_up_ms = 0
+
     def isr_confirmed(self, isr: tuple[int, ...] | None, leader_end_offset: int, partition_epoch: int = -1) -> None:
         """The controller's answer to a proposal: the ISR now in force and the partition epoch
         it was written at (None: refused, keep the old one and propose again later)."""

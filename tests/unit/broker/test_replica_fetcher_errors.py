@@ -62,3 +62,38 @@ def test_a_follower_on_a_failed_log_dir_stops_fetching_until_new_metadata():
 
     p = asyncio.run(go())
     assert p.fenced and not p.truncating and p.fetch_offset == 10
+
+
+def test_a_follower_whose_log_dir_failed_is_not_fetched_for_under_a_new_epoch():
+    """New metadata (a new leader) lifts the fence; the follower's log dir is still offline,
+    so it stops again before asking the leader anything (its one fetch would make the new
+    leader count it caught up and hold acks=all produces for it)."""
+    from rafka.partition_worker.messages import ReplicaStatus
+
+    class Remote:
+        def __init__(self, value):
+            self.value = value
+
+        def remote(self):
+            future = asyncio.get_running_loop().create_future()
+            future.set_result(self.value)
+            return future
+
+    class Actor:
+        status = Remote(ReplicaStatus("t", 0, 1, 0, 4, 0, 127, 127, 1, log_offline=True))
+        latest_leader_epoch = Remote(3)
+
+    class Channel:
+        actor = Actor()
+
+    async def go() -> rf.FollowedPartition:
+        fetcher = rf.ReplicaFetcher(1, 0, "127.0.0.1", 1)   # port 1: any request would fail
+        try:
+            p = rf.FollowedPartition(TopicPartition("t", 0), leader_epoch=4, channel=Channel())
+            await fetcher._truncate([p])
+            return p
+        finally:
+            fetcher.stop()
+
+    p = asyncio.run(go())
+    assert p.fenced and p.truncating and p.fetch_offset == -1

@@ -86,6 +86,36 @@ def test_a_follower_joins_once_it_reaches_the_high_watermark_and_the_epoch_start
     assert state.isr == (1, 2) and state.propose_isr(120, T + 3, LAG_MS) == (1, 2, 3)
 
 
+def test_a_follower_the_controller_will_not_add_is_not_waited_for():
+    """The new leader's scene after a log dir failed: follower 3, offline there, fetched once
+    at the log end (caught up, about to join); its expansion is refused INELIGIBLE_REPLICA
+    and it fetches no more. acks=all then waits for the ISR alone, not for
+    replica.lag.time.max.ms; a fetch of 3's at the log end counts as caught up again."""
+    state = leader(isr=(1, 2), replicas=(1, 2, 3), log_end=127, now_ms=T)
+    state.follower_fetched(3, 127, 127, T + 10, LAG_MS)
+    state.follower_fetched(2, 127, 127, T + 11, LAG_MS)
+    assert state.propose_isr(127, T + 12, LAG_MS) == (1, 2, 3)
+    state.refused_as_ineligible((1, 2, 3))
+    state.isr_confirmed(None, 127)
+    # 128 appended; 2 fetches it, 3 never fetches again
+    assert state.follower_fetched(2, 128, 128, T + 20, LAG_MS) == 128
+    assert state.acks_all_outcome(128, 2) is ErrorCode.NONE
+    assert state.in_sync_candidates() == () and state.propose_isr(128, T + 21, LAG_MS) is None
+    state.follower_fetched(3, 128, 128, T + 30, LAG_MS)      # back and at the end: joining again
+    assert state.followers[3].caught_up(129, T + 31, LAG_MS) and state.in_sync_candidates() == (3,)
+    state.followers[2].fetched(129, 129, T + 32)
+    assert state.advance_high_watermark(130, T + 33, LAG_MS) == 128   # waits for 3 again
+
+
+def test_a_refusal_leaves_isr_members_and_other_followers_alone():
+    state = leader(isr=(1, 2), replicas=(1, 2, 3, 4), now_ms=T)
+    state.follower_fetched(3, 100, 100, T + 10, LAG_MS)
+    state.follower_fetched(4, 100, 100, T + 10, LAG_MS)
+    state.refused_as_ineligible((1, 2, 3))
+    assert state.followers[2].last_caught_up_ms == T      # an ISR member: as the new leader set it
+    assert state.followers[3].last_caught_up_ms == 0 and state.followers[4].last_caught_up_ms == T + 10
+
+
 def test_acks_all_waits_for_the_high_watermark_then_checks_min_isr():
     state = leader(isr=(1, 2), replicas=(1, 2))
     assert state.acks_all_outcome(100, 2) is None          # not replicated yet
