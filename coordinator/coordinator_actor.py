@@ -52,6 +52,7 @@ from rafka.coordinator.admin.admin_service import AdminService
 from rafka.coordinator.broker.death_watch import BrokerDeathWatch
 from rafka.coordinator.broker.live_cap import LiveReplicaCap
 from rafka.coordinator.broker.log_dir_failure import FailedLogDirs, replicas_to_report
+from rafka.coordinator.broker.log_dir_lock import LogDirLocks
 from rafka.coordinator.broker.log_dir_mover import ReplicaLogDirs
 from rafka.coordinator.broker.log_dir_plan import LogDirDescription
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
@@ -155,6 +156,7 @@ class BrokerCoordinator:
         self._retry: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
+        self._locks = LogDirLocks(())   # taken at start, once the log dirs are checked
 
     # -- lifecycle -------------------------------------------------------------------
     async def start(self) -> dict:
@@ -167,6 +169,8 @@ class BrokerCoordinator:
         self._cluster_id = await asyncio.to_thread(self._zk.ensure_cluster_id)
         for d in self._config.log_dirs:
             check_meta_properties(d, self._id, self._cluster_id)
+        self._locks = LogDirLocks(self._config.log_dirs)
+        self._locks.acquire()
         # Moves between log dirs that a stop cut short: swaps finished, copies resumed once running.
         recovery = await asyncio.to_thread(recover_moves, self._config.log_dirs)
         for log_dir, future in recovery.complete:
@@ -199,7 +203,9 @@ class BrokerCoordinator:
         self._offline_report.report(())
         if not await self._offline_report.settled(2 * REPORT_TIMEOUT_S):
             self._log.warning("could not clear this broker's offline replica report yet; still trying")
+        await self._remove_registration_of_previous_incarnation()
         await asyncio.to_thread(self._zk.register_broker, registration, self._stale_wait_s)
+        self._locks.note_session(self._zk.session_id)
         self._zk.on_session_state(lambda state: self._loop.call_soon_threadsafe(self._session_changed, state))
         self._log.info("registered at /brokers/ids/%d with endpoint %s (cluster %s)",
                        self._id, advertised, self._cluster_id)
@@ -262,6 +268,7 @@ class BrokerCoordinator:
             ray.kill(self._frontend)
         if self._zk is not None:
             await asyncio.to_thread(self._zk.stop)
+        self._locks.release()
 
     async def status(self) -> dict:
         """What `rafka status` shows of this broker: its role, the pids of its processes and
@@ -433,8 +440,19 @@ class BrokerCoordinator:
             self._log.exception("registering again after the session expired failed")
             self._session_lost = True
             return
+        self._locks.note_session(self._zk.session_id)
         self._log.info("registered again at /brokers/ids/%d on a new ZooKeeper session", self._id)
         self._wake.set()
+
+    async def _remove_registration_of_previous_incarnation(self) -> None:
+        """This broker's last process wrote its ZooKeeper session into the log dirs' locks
+        (`LogDirLocks`); holding them now proves that process gone, so a registration its
+        session left (killed, not stopped) goes now rather than when the session expires."""
+        for session_id in self._locks.previous_sessions():
+            removed = await asyncio.to_thread(self._zk.remove_dead_session_nodes, self._id, session_id)
+            if removed:
+                self._log.info("removed %s of this broker's previous process (ZooKeeper session 0x%x), which "
+                               "held the log dirs' locks before this one", ", ".join(removed), session_id)
 
     def _watch_for_deaths(self) -> None:
         """The controller watches every broker; the others watch the controller."""

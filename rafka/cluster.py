@@ -202,8 +202,10 @@ class Cluster:
                        timeout_s: float = 120.0) -> BrokerHandle:
         """Start a stopped or killed broker again, on its own data and its own port (`port`,
         or the one it had), detached as the cluster's brokers are unless `detached` says.
-        A killed broker's ZooKeeper registration lives until its session expires: the new
-        one waits for that, up to twice the session timeout, within `timeout_s`.
+        A killed broker's ZooKeeper registration lives until its session expires, unless the
+        broker finds that session in its log dirs' locks and removes it at once
+        (`coordinator.broker.log_dir_lock`); otherwise it waits, up to twice the session
+        timeout, within `timeout_s`.
         StartupError with the broker's own reason."""
         config = self.restart_config(broker_id, port)
         return self.start_broker(config, stale_registration_wait_s=2 * config.zookeeper_session_timeout_ms / 1000,

@@ -9,7 +9,8 @@ operators and fault tests can exercise failover without writing Ray code.
   start ID         the broker again, on its own data and the port it had, from the config
                    `rafka up` gave it (the run-state file keeps the --config path, the broker
                    count and every broker's port). A killed broker's ZooKeeper registration
-                   may outlive it by a session timeout: start waits that out.
+                   is removed by the broker as it starts (its log dirs' locks name the
+                   dead process's session), or else waited out (a session timeout).
 
 The command joins the cluster's Ray as `rafka status` does, and leaves it when done. A broker
 it starts is a detached Ray actor: it outlives the command, and `rafka down` stops it with the

@@ -5,6 +5,7 @@ acknowledged record comes back, in order, once, through dormancy, wakes, restart
 from __future__ import annotations
 
 import threading
+import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
@@ -12,6 +13,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from tests.waiting import wait_until
 
 DORMANT_AFTER_MS = 1500
+SESSION_TIMEOUT_MS = 30000   # a killed broker's session outlives its restart by far
 
 
 def config(**extra: str):
@@ -72,7 +74,8 @@ def test_a_partition_sleeps_wakes_and_keeps_every_record_through_restarts(rafka_
     from rafka.cluster import Cluster
 
     cluster = Cluster(tmp_path / "dormant", brokers=1, first_port=0, config=config(**{
-        "log.retention.check.interval.ms": "1000"}), namespace="rafka-dormant")
+        "log.retention.check.interval.ms": "1000", "zookeeper.session.timeout.ms": str(SESSION_TIMEOUT_MS)}),
+        namespace="rafka-dormant")
     cluster.start()
     try:
         bootstrap = cluster.bootstrap_servers
@@ -131,7 +134,11 @@ def test_a_partition_sleeps_wakes_and_keeps_every_record_through_restarts(rafka_
         assert live(cluster, 0, "sleepy") == set()
         assert read_all(bootstrap, "sleepy", 0, 101) == values + [b"wake"]
         cluster.kill_broker(0)
+        started = time.monotonic()
         cluster.restart_broker(0)
+        # The killed process's registration went at once (it had held the log dirs' locks),
+        # not when its ZooKeeper session expired.
+        assert time.monotonic() - started < SESSION_TIMEOUT_MS / 1000 * 2 / 3
         assert live(cluster, 0, "sleepy") == set()
         assert read_all(bootstrap, "sleepy", 1, 4) == [b"a", b"b", b"c", b"d"]
         assert produce(bootstrap, "sleepy", 1, [b"e"]) == [4]
