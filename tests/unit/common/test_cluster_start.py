@@ -18,7 +18,7 @@ class Recording(Cluster):
         self.fail_id = fail_id
         self.running = self.most_at_once = 0
         self.ended: list[int] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._all_in = threading.Barrier(3, timeout=10)
 
     def start_broker(self, config: BrokerConfig, stale_registration_wait_s: float = 0.0, detached: bool = False,
@@ -29,7 +29,9 @@ class Recording(Cluster):
         try:
             if config.broker_id >= 0:
                 self._all_in.wait()   # breaks (and fails the test) unless all three start together
-                threading.Event().wait(0.05 * (3 - config.broker_id))   # the highest id ends first
+                with self._lock:      # the highest id ends first, then each waits for the one above
+                    assert self._lock.wait_for(lambda: config.broker_id == 2 or config.broker_id + 1 in self.ended,
+                                               timeout=10)
             if config.broker_id == self.fail_id:
                 raise RuntimeError(f"broker {config.broker_id} failed")
             handle = BrokerHandle(config.broker_id, "127.0.0.1", 9092 + config.broker_id, None)
@@ -39,6 +41,7 @@ class Recording(Cluster):
             with self._lock:
                 self.running -= 1
                 self.ended.append(config.broker_id)
+                self._lock.notify_all()
 
 
 def configs(first_id: int) -> list[BrokerConfig]:
