@@ -1,4 +1,5 @@
-"""Machine limits: loopback TCP throughput, sequential disk write rate, and what waking costs."""
+"""Machine limits: loopback TCP throughput, sequential disk write rate, what waking costs, and
+how steady the CPU's speed is."""
 from __future__ import annotations
 
 import re
@@ -10,7 +11,7 @@ import time
 from pathlib import Path
 
 from _kafka import PhaseError
-from _results import RateResult, WakeCostResult
+from _results import CpuSpeedResult, RateResult, WakeCostResult
 
 GIB = 1024 ** 3
 SOCKET_BUFFER = 4 * 1024 * 1024
@@ -89,3 +90,27 @@ def wake_cost(gaps_ms: tuple[float, ...], chunks: int = 300) -> WakeCostResult:
 
     timed(0)   # (warm the code once)
     return WakeCostResult(timed(0), {gap: timed(gap / 1000) for gap in gaps_ms})
+
+
+# `_python_work` calls in one CPU speed run: about 0.1 s here. Fixed, not calibrated, so the runs
+# before and after the pairs (and those of other benchmark runs) time the same work.
+CPU_SPEED_CALLS = 1500
+
+
+def cpu_speed(when: str, runs: int = 40, calls: int = CPU_SPEED_CALLS) -> CpuSpeedResult:
+    """The thread CPU of one fixed piece of Python (`_python_work` `calls` times) run `runs`
+    times back to back.
+
+    Measured here, runs of the same work differed by up to ~1.5x, the fast ones in streaks of
+    a second or two (the host's doing: the guest's steal time stays near zero): a consume run
+    that falls in one is faster whichever broker serves it. This prints the machine's own
+    spread beside the consume spread target.
+    """
+    _python_work()   # (warm the code once)
+    cpu_ms = []
+    for _ in range(runs):
+        started = time.thread_time_ns()
+        for _ in range(calls):
+            _python_work()
+        cpu_ms.append((time.thread_time_ns() - started) / 1_000_000)
+    return CpuSpeedResult(when, tuple(cpu_ms))

@@ -6,6 +6,7 @@ Each measurement is a small frozen dataclass; `Row` is one line of the final tab
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
@@ -25,6 +26,7 @@ class WorkloadResult:
     consumed: int
     consume_client_cpu_s: float = 0.0  # CPU of the consuming process (librdkafka + Python loop)
     consume_defaults_s: float = 0.0  # the same consume again, with librdkafka's default settings
+    consumed_defaults: int | None = None  # records that consume read (its first ones); None: `consumed`
     produce_untimed: int = 0  # of `records`, those produced and acknowledged before the clock started
     pair: int = 0  # which interleaved pair of runs this one belongs to (bench/_pairs.py)
     # The untimed first writes of a new producer to a new topic, one record to each partition,
@@ -62,7 +64,8 @@ class WorkloadResult:
 
     @property
     def consume_defaults_rps(self) -> float:
-        return self.consumed / self.consume_defaults_s if self.consume_defaults_s else 0.0
+        read = self.consumed if self.consumed_defaults is None else self.consumed_defaults
+        return read / self.consume_defaults_s if self.consume_defaults_s else 0.0
 
 
 @dataclass(frozen=True)
@@ -177,6 +180,38 @@ class WakeCostResult:
         return f"Python work woken from sleep: {self.hot_us:.0f} µs of CPU back to back, {after} asleep"
 
 
+@dataclass(frozen=True)
+class CpuSpeedResult:
+    """The thread CPU, in ms, of one fixed piece of Python run `len(cpu_ms)` times back to back,
+    `when` in the benchmark. The work never changes, so its spread is the machine's own: on a
+    VM the same code runs faster or slower from one second to the next as the host's other
+    guests come and go, and every rate measured beside it moves with it."""
+
+    when: str
+    cpu_ms: tuple[float, ...]
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.cpu_ms)
+
+    @property
+    def spread(self) -> float:
+        """(slowest - fastest) / median, as the consume spread is judged."""
+        return (max(self.cpu_ms) - min(self.cpu_ms)) / self.median_ms
+
+    def describe(self) -> str:
+        return (f"CPU speed ({self.when}): one fixed piece of Python, {len(self.cpu_ms)} runs back to back,"
+                f" took {min(self.cpu_ms):.0f}-{max(self.cpu_ms):.0f} ms of CPU (median {self.median_ms:.0f}):"
+                f" spread {self.spread:.0%}, the fastest run {self.median_ms / min(self.cpu_ms):.2f}x the"
+                " median's speed")
+
+
+def cpu_speed_spread(results: list[CpuSpeedResult]) -> float | None:
+    """The spread of every run of `results` together (None when none ran)."""
+    runs = [ms for r in results for ms in r.cpu_ms]
+    return CpuSpeedResult("all", tuple(runs)).spread if runs else None
+
+
 @dataclass
 class Results:
     """Everything one run measured, plus the phases that failed (name -> error text)."""
@@ -187,6 +222,7 @@ class Results:
     loopback: RateResult | None = None
     disk: RateResult | None = None
     wake: WakeCostResult | None = None
+    cpu_speed: list[CpuSpeedResult] = field(default_factory=list)  # before the pairs and after them
     memory: MemoryResult | None = None
     startup: StartupResult | None = None
     latency: list[LatencyResult] = field(default_factory=list)  # every end-to-end latency run
@@ -236,6 +272,7 @@ class Results:
             "loopback": {**asdict(self.loopback), "mbps": self.loopback.mbps} if self.loopback else None,
             "disk": {**asdict(self.disk), "mbps": self.disk.mbps} if self.disk else None,
             "wake_cost": asdict(self.wake) if self.wake else None,
+            "cpu_speed": [{**asdict(c), "median_ms": c.median_ms, "spread": c.spread} for c in self.cpu_speed],
             "memory": {**asdict(self.memory), "total_mib": self.memory.total_mib} if self.memory else None,
             "startup": asdict(self.startup) if self.startup else None,
             "failures": self.failures,

@@ -15,7 +15,8 @@ It measures:
      timed once its first record to each partition was acknowledged (bench/_kafka.py says
      why; those first writes of a new topic are printed on their own); each consume runs
      twice, with the benchmark's settings (fetch.queue.backoff.ms=20) and with librdkafka's
-     defaults, whose 1 s queue backoff, not the broker, sets the pace; the first consume notes
+     defaults, whose 1 s queue backoff, not the broker, sets the pace (that one reads only the
+     first 1,000,000 / 300,000 records, bench/_kafka.py DEFAULTS_READ); the first consume notes
      the consumer's CPU share and, from its own statistics, its fetches, their mean answer and
      the worst p99 round trip, which tell a run the broker slowed from one the client did;
   2. the same with an idempotent producer (enable.idempotence=true, acks=all), in the same
@@ -29,16 +30,19 @@ It measures:
   4. the produce/consume workload again with --idle-topics idle 1-partition topics on both
      brokers (created before those pairs, deleted after): idle rafka replicas are Ray actors
      that still cost CPU, the realistic case;
-  5. the spread of rafka's consume runs of each workload, (max - min) / median, against 30%;
+  5. the spread of rafka's consume runs of each workload, (max - min) / median, against 30%,
+     with the machine's own beside it (7.);
   6. the client's ceilings: produce() calls/s into the local queue with no broker reachable,
      and the same consumer against a stand-in broker that answers every fetch at once from
      memory (bench/_instant_broker.py), plus the consumer's CPU bound; best of
      --ceiling-runs, as a ceiling is the most that was reached; and the end-to-end latency
      floor: the latency run of 3. against a one-process in-memory Python stand-in broker
      (bench/_instant_log.py), --ceiling-runs times, printed with the latency runs;
-  7. machine limits: loopback TCP throughput, dd's sequential disk write rate, and the CPU
+  7. machine limits: loopback TCP throughput, dd's sequential disk write rate, the CPU
      of one piece of Python work run back to back against run after a sleep (what being
-     woken every few ms costs a process here);
+     woken every few ms costs a process here), and the CPU speed: one fixed piece of Python
+     (~0.1 s) timed 40 times before the pairs and 40 after, whose spread is the machine's own
+     (on this VM the same code runs up to ~1.5x faster for a second or two at a time);
   8. the PSS of the idle rafka cluster (Ray session + ZooKeeper), against 1.2 GiB, and the
      seconds `rafka up --detach` takes to serve, against 15 s.
 
@@ -76,9 +80,14 @@ from _comparison import (BROKERS, IDEMPOTENT, IDLE, LATENCY, LATENCY_RATE, PLAIN
                          SUFFIX, comparison_rows)
 from _pairs import MIN_PAIRS, Slot, interleave, spread_of
 from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
-from _results import MIB, MemoryResult, Results, render_table
+from _results import MIB, MemoryResult, Results, cpu_speed_spread, render_table
 
-DEFAULT_RECORDS = {100: 1_000_000, 1024: 300_000}
+# Records per run. This machine runs the same code up to ~1.5x faster for a second or two at a
+# time (the CPU speed rows); a consume of 1,000,000 x 100 B lasts ~2 s and took on that speed
+# whole (instant stand-in broker, one process: 485-744k rec/s over ten runs), one of
+# 3,000,000 averages it over several (468-600k over eight). rafka's consume spread over 5
+# pairs went from 42% / 43% (100 B / 1 KiB, 1,000,000 / 300,000 records) to 31% / 30%.
+DEFAULT_RECORDS = {100: 3_000_000, 1024: 900_000}
 DEFAULT_PAIRS = 5
 DEFAULT_CEILING_RUNS = 3
 DEFAULT_IDLE_TOPICS = 20
@@ -116,6 +125,15 @@ def machine_phases(results: Results, data_dir: Path) -> None:
     results.loopback = run_phase(results, "loopback TCP", _machine.loopback_throughput, 120)
     results.disk = run_phase(results, "disk write (dd)", lambda: _machine.disk_write_rate(data_dir), 180)
     results.wake = run_phase(results, "wake cost", lambda: _machine.wake_cost(WAKE_GAPS_MS), 120)
+    cpu_speed_phase(results, "before the pairs")
+
+
+def cpu_speed_phase(results: Results, when: str) -> None:
+    """How steady the machine's CPU speed is (`when` in the run), beside the consume spreads."""
+    speed = run_phase(results, f"CPU speed {when}", lambda: _machine.cpu_speed(when), 120)
+    if speed is not None:
+        results.cpu_speed.append(speed)
+        log(f"  {speed.describe()}")
 
 
 def ceiling_phases(results: Results, records: dict[int, int], runs: int, latency_s: float) -> None:
@@ -323,6 +341,10 @@ def measurements_text(results: Results) -> str:
                      f" p50 {r.p50_ms:.1f} p99 {r.p99_ms:.1f} p99.9 {r.p999_ms:.1f} max {r.max_ms:.1f} ms"
                      for r in results.latency)
     lines.append(f"consume spread, (max-min)/median over the pairs (target for rafka <= {SPREAD_TARGET:.0%}):")
+    machine = cpu_speed_spread(results.cpu_speed)
+    if machine is not None:
+        lines.append(f"  (the machine's own: one fixed piece of Python timed {sum(len(c.cpu_ms) for c in results.cpu_speed)}"
+                     f" times, before and after the pairs, spread {machine:.0%}; see limits)")
     for label in sorted({w.broker for w in results.workloads}):
         for size in RECORD_SIZES:
             found = spread_of(results.by_pair(label, size, "consume_rps").values())
@@ -358,6 +380,7 @@ def measurements_text(results: Results) -> str:
     if results.wake:
         lines.append(f"  {results.wake.describe()} (a replica at {LATENCY_RATE:,} rec/s over {_kafka.PARTITIONS}"
                      f" partitions is woken about every {REPLICA_WAKE_GAP_MS:g} ms)")
+    lines.extend(f"  {c.describe()}" for c in results.cpu_speed)
     if results.memory:
         m = results.memory
         lines.append(f"  idle PSS: {m.total_mib:,.0f} MiB in {len(m.processes)} processes"
@@ -461,6 +484,7 @@ def main(argv: list[str] | None = None) -> int:
             targets = start_brokers(results, brokers, data_dir, which)
             pair_phases(results, targets, args.pairs, records, args.latency_seconds, args.idle_topics)
             log("stopping the brokers")
+        cpu_speed_phase(results, "after the pairs")
         if "rafka" in which:
             startup_phase(results, data_dir)
     results.load_average["end"] = os.getloadavg()

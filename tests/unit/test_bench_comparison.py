@@ -1,6 +1,6 @@
 """The table of bench/produce_consume.py from made-up results: medians of pairs, never the best
 run; the idempotent, latency, idle-topics and spread rows; the ceilings and the machine, with
-what a wake-up costs."""
+what a wake-up costs and how steady the CPU's speed is."""
 from __future__ import annotations
 
 import sys
@@ -11,7 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from _comparison import comparison_rows  # noqa: E402
-from _results import ConsumeCeilingResult, LatencyResult, Results, WakeCostResult, WorkloadResult  # noqa: E402
+from _results import (ConsumeCeilingResult, CpuSpeedResult, LatencyResult, Results, WakeCostResult,  # noqa: E402
+                      WorkloadResult)
 
 
 def run(broker: str, pair: int, consume_rps: float, produce_rps: float = 1000.0, size: int = 100) -> WorkloadResult:
@@ -111,3 +112,36 @@ def test_the_wake_cost_line_gives_each_sleep_as_a_multiple_of_the_work_run_back_
                                " 3.0x after 3 ms, 3.5x after 20 ms asleep")
     assert Results(wake=wake).to_json()["wake_cost"] == {"hot_us": 50.0,
                                                          "after_sleep_us": {20.0: 175.0, 0.5: 80.0, 3.0: 150.0}}
+
+
+def test_the_machines_own_spread_stands_beside_rafkas_over_every_cpu_speed_run() -> None:
+    results = paired_results()
+    results.cpu_speed = [CpuSpeedResult("before the pairs", (100.0, 100.0, 60.0)),
+                         CpuSpeedResult("after the pairs", (100.0, 110.0))]
+    machine = row(results, "the machine: CPU time of one fixed piece of Python")
+    assert machine.rafka == pytest.approx((110 - 60) / 100)   # all five runs together
+    assert machine.peer == 0.30 and machine.target is None     # shown, not judged
+    assert machine.metric.endswith("5 runs")
+    assert results.cpu_speed[0].describe() == (
+        "CPU speed (before the pairs): one fixed piece of Python, 3 runs back to back, took 60-100 ms of CPU"
+        " (median 100): spread 40%, the fastest run 1.67x the median's speed")
+    assert results.to_json()["cpu_speed"][1] == {"when": "after the pairs", "cpu_ms": (100.0, 110.0),
+                                                 "median_ms": 105.0, "spread": pytest.approx(10 / 105)}
+
+
+def test_without_cpu_speed_runs_the_machine_row_is_empty() -> None:
+    assert row(Results(), "the machine: CPU time of one fixed piece of Python").rafka is None
+
+
+def test_the_consume_with_librdkafkas_defaults_is_timed_over_the_records_it_read() -> None:
+    w = WorkloadResult("rafka", 100, 3000, 1.0, 1.0, 3000, consume_defaults_s=2.0, consumed_defaults=1000)
+    assert w.consume_defaults_rps == 500.0 and w.consume_rps == 3000.0
+    assert WorkloadResult("rafka", 100, 3000, 1.0, 1.0, 3000, consume_defaults_s=2.0).consume_defaults_rps == 1500.0
+
+
+def test_cpu_speed_times_the_same_work_each_run() -> None:
+    from _machine import cpu_speed
+
+    speed = cpu_speed("now", runs=3, calls=30)
+    assert speed.when == "now" and len(speed.cpu_ms) == 3
+    assert all(0.1 < ms < 200 for ms in speed.cpu_ms)   # 1-3 ms each here

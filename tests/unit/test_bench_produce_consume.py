@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import _kafka  # noqa: E402
 import produce_consume  # noqa: E402
 from _kafka import PhaseError  # noqa: E402
-from _results import RateResult  # noqa: E402
+from _results import CpuSpeedResult, RateResult  # noqa: E402
 
 Tamper = Callable[[dict[int, list[bytes]]], None]
 
@@ -129,6 +129,25 @@ def test_a_duplicated_record_fails_the_run_though_the_count_is_right(cluster: Fa
         _kafka.run_workload("fake", "x:1", 100, 1000, timeout_s=10, idle_timeout_s=1)
 
 
+def test_the_consume_with_librdkafkas_defaults_reads_only_the_first_records(
+        cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_kafka, "DEFAULTS_READ", {100: 400})
+    result = _kafka.run_workload("fake", "x:1", 100, 1000, timeout_s=10, idle_timeout_s=1)
+    assert (result.consumed, result.consumed_defaults) == (1000, 400)
+    assert result.consume_defaults_rps == pytest.approx(400 / result.consume_defaults_s)
+
+
+def test_a_read_of_the_first_records_still_catches_a_duplicate(cluster: FakeCluster,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_kafka, "DEFAULTS_READ", {100: 400})
+    _kafka.produce("x:1", "t", 1000, 100, timeout_s=10)
+    log = cluster.topics["t"]
+    log[0].insert(3, log[0][2])
+    count, _, _, problems, _ = _kafka.consume("x:1", "t", 1000, 100, 1, _kafka.DEFAULT_CONSUMER_CONFIG, read=400)
+    assert count == 400
+    assert any("duplicate" in p for p in problems) and not any("gap" in p for p in problems)
+
+
 def test_a_lost_record_fails_the_run(cluster: FakeCluster) -> None:
     cluster.tamper = lambda log: log[1].pop(2)
     with pytest.raises(PhaseError, match=r"consumed 999 of 1000|gap: 1 of 1,000 records never read"):
@@ -186,6 +205,7 @@ def script(cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch) -> FakeCluster
     monkeypatch.setattr(produce_consume, "machine_phases", machine)
     monkeypatch.setattr(produce_consume, "ceiling_phases", lambda *a: None)
     monkeypatch.setattr(produce_consume, "startup_phase", lambda *a: None)
+    monkeypatch.setattr(produce_consume._machine, "cpu_speed", lambda when: CpuSpeedResult(when, (90.0, 100.0, 60.0)))
     return cluster
 
 
@@ -224,6 +244,9 @@ def test_the_text_report_names_tansu_and_shows_ranges(script: FakeCluster, capsy
     assert [line.split()[0] for line in first_writes.splitlines()[1:]] == \
         ["rafka", "rafka-idempotent", "rafka-idle-topics", "tansu", "tansu-idempotent", "tansu-idle-topics"]
     assert "ms [" in first_writes and "over 4 runs" in first_writes   # 2 pairs x 2 sizes
+    # the machine's own spread, timed after the pairs (the stand-in machine phase times none before)
+    assert "(the machine's own: one fixed piece of Python timed 3 times, before and after the pairs, spread 44%" in out
+    assert "CPU speed (after the pairs): one fixed piece of Python, 3 runs back to back, took 60-100 ms" in out
 
 
 def test_a_broker_returning_a_duplicate_fails_the_script(script: FakeCluster, capsys) -> None:

@@ -118,3 +118,16 @@ def test_many_batches_with_numpy_arrays() -> None:
     assert check.finish() == []
     check.add_batch(numbers[:1], owner[:1])
     assert "1 duplicate records" in " ".join(check.finish())
+
+
+def test_a_read_of_the_first_records_only_is_not_a_gap_but_still_checked() -> None:
+    first = clean_batches()[:1]   # records 0-5 of 12, as a consume that stops early reads them
+    check = SequenceCheck(12, whole=False)
+    for numbers, partitions in first:
+        check.add_batch(np.asarray(numbers, dtype=np.uint64), np.asarray(partitions, dtype=np.int32))
+    assert check.finish() == []
+    assert any("gap" in p for p in check_sequences(first, 12))   # the same read, when all was to be read
+    again = SequenceCheck(12, whole=False)
+    numbers, partitions = first[0]
+    again.add_batch(np.asarray(numbers + [2], dtype=np.uint64), np.asarray(partitions + [0], dtype=np.int32))
+    assert any("duplicate" in p for p in again.finish())
