@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -42,6 +41,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from rafka.cli.state import read_state  # noqa: E402
+from rafka.common.ports import unused_port  # noqa: E402
 from rafka.common.process_memory import pss_bytes  # noqa: E402
 from rafka.common.process_tree import descendants  # noqa: E402
 
@@ -152,12 +152,6 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def write_properties(path: Path, overrides: dict[str, str]) -> None:
     """A minimal server.properties: broker 0 with `overrides`, Kafka's defaults for the rest.
     Not deploy/server.properties, which writes many defaults out: DescribeConfigs would then
@@ -211,7 +205,7 @@ def run_once(suite: Suite, checkout: Path, venv: Path, work: Path, run: int, eve
     data = work / f"{suite.name}-run{run}"
     subprocess.run(["rm", "-rf", str(data)], check=True)
     data.mkdir(parents=True)
-    port = free_port()
+    port = unused_port()   # written into server.properties, bound later (rafka/common/ports.py)
     bootstrap = f"127.0.0.1:{port}"
     props = data / "server.properties"
     write_properties(props, {**suite.properties, "listeners": f"PLAINTEXT://{bootstrap}",

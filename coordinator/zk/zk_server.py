@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from rafka.common.errors import StartupError
+from rafka.common.ports import port_is_free, unused_port
 
 log = logging.getLogger(__name__)
 
@@ -36,24 +37,6 @@ NOT_FOUND_MESSAGE = "ZooKeeper not found: install Debian's zookeeper package (ap
 PID_FILE = "zookeeper.pid"
 OUT_FILE = "zookeeper.out"
 CONFIG_FILE = "zoo.cfg"
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (the kernel's choice)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def port_is_free(host: str, port: int) -> bool:
-    """True when nothing listens on host:port (bind test with SO_REUSEADDR, as Java binds)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def find_java() -> str:
@@ -170,7 +153,7 @@ class EmbeddedZooKeeper:
     def __init__(self, data_dir: Path | str, port: int | None = None, *, tick_time_ms: int = 500,
                  max_session_timeout_ms: int = 60000, heap_mb: int = 256) -> None:
         self.data_dir = Path(data_dir)
-        self.port = port if port is not None else free_port(self.HOST)
+        self.port = port if port is not None else unused_port(self.HOST)   # (rafka/common/ports.py: why)
         self.tick_time_ms = tick_time_ms
         self.max_session_timeout_ms = max_session_timeout_ms
         self.heap_mb = heap_mb

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -12,6 +11,7 @@ from kazoo.client import KazooClient
 
 from rafka.cli.state import pid_alive
 from tests.cluster.test_crash_restart import assert_read_back
+from rafka.common.ports import unused_port
 from tests.waiting import wait_until
 
 RAFKA = [sys.executable, "-m", "rafka.cli.main"]
@@ -22,9 +22,9 @@ def rafka(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port for a broker that binds it later (or again, at a restart): below the ephemeral
+    range, so no connection on the machine takes it meanwhile (rafka/common/ports.py)."""
+    return unused_port()
 
 
 @pytest.mark.parametrize("command", [[], ["up"], ["down"], ["status"], ["broker"], ["broker", "stop"],

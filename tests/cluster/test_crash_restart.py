@@ -3,20 +3,20 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 
+from rafka.common.ports import unused_port
 from tests.waiting import wait_until
 
 RAFKA = [sys.executable, "-m", "rafka.cli.main"]
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port for a broker that binds it later (or again, at a restart): below the ephemeral
+    range, so no connection on the machine takes it meanwhile (rafka/common/ports.py)."""
+    return unused_port()
 
 
 def rafka(*args: str, timeout: float = 180) -> subprocess.CompletedProcess:

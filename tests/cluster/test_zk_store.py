@@ -17,7 +17,7 @@ from rafka.common.errors import StaleControllerEpochError, StartupError, TopicAl
 from rafka.common.types import Endpoint
 from rafka.coordinator.zk import zk_data as zd
 from rafka.coordinator.zk.zk_data import BrokerRegistration, PartitionState, TopicAssignment
-from rafka.coordinator.zk.zk_server import free_port
+from rafka.common.ports import unused_port
 from rafka.coordinator.zk.zk_store import PartitionStateConflictError, ZkStore, ZnodeVersionConflictError
 
 
@@ -49,7 +49,7 @@ def stores(zk_connect):
 
 def test_unreachable_zookeeper_is_a_clear_startup_error():
     with pytest.raises(StartupError, match="Cannot connect to ZooKeeper at 127.0.0.1:"):
-        ZkStore(f"127.0.0.1:{free_port()}", 6000, connect_timeout_s=1).start()
+        ZkStore(f"127.0.0.1:{unused_port()}", 6000, connect_timeout_s=1).start()
 
 
 def test_start_creates_chroot_and_kafkas_persistent_paths(stores, zk_raw):
