@@ -174,14 +174,15 @@ def run_drill(cluster: Any, cycles: int, *, partitions: int = PARTITIONS, rate_p
             before = [p.count() for p in producers]
             killed = time.monotonic()
             cluster.kill_broker(victim)
-            wait_until(lambda: _led_without(admin, victim, partitions)
-                       and all(p.count() > n + 10 for p, n in zip(producers, before)),
-                       step_timeout_s, message=f"cycle {i}: failover away from broker {victim}")
+            _wait_or_describe(lambda: _led_without(admin, victim, partitions)
+                              and all(p.count() > n + 10 for p, n in zip(producers, before)),
+                              step_timeout_s, f"cycle {i}: failover away from broker {victim}", cluster, admin,
+                              partitions)
             failover = time.monotonic() - killed
             restarted = time.monotonic()
             cluster.restart_broker(victim)
-            wait_until(lambda: _all_isr_full(admin, full, partitions), step_timeout_s,
-                       message=f"cycle {i}: broker {victim} back in every ISR")
+            _wait_or_describe(lambda: _all_isr_full(admin, full, partitions), step_timeout_s,
+                              f"cycle {i}: broker {victim} back in every ISR", cluster, admin, partitions)
             cycle = Cycle(victim, was_controller, round(failover, 2), round(time.monotonic() - restarted, 2))
             result.cycles.append(cycle)
             progress(f"cycle {i + 1}/{cycles}: killed broker {victim}{' (controller)' if was_controller else ''}, "
@@ -199,6 +200,21 @@ def run_drill(cluster: Any, cycles: int, *, partitions: int = PARTITIONS, rate_p
         result.read_back += sum(len(v) for v in read.values())
         result.problems += [f"{p.topic}: {problem}" for problem in check_read_back(p.acked, read, TOPICS[p.topic])]
     return result
+
+
+def _wait_or_describe(condition: Callable[[], Any], timeout_s: float, message: str, cluster: Any, admin: Any,
+                      partitions: int) -> None:
+    """`wait_until`; when it gives up, the error also says what the cluster looked like then:
+    each partition's leader and ISR as clients see them, and each broker's own status."""
+    try:
+        wait_until(condition, timeout_s, message=message)
+    except AssertionError as e:
+        try:
+            brokers = cluster.broker_status()
+        except Exception as status_error:  # noqa: BLE001 - the report must not hide the timeout
+            brokers = f"unavailable: {status_error!r}"
+        raise AssertionError(f"{e}; partitions (leader, ISR): {partition_view(admin, partitions=partitions)};"
+                             f" brokers: {brokers}") from None
 
 
 def _all_isr_full(admin: Any, full: tuple[int, ...], partitions: int) -> bool:
