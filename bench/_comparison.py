@@ -71,14 +71,14 @@ def latency_rows(results: Results) -> list[Row]:
 def spread_rows(results: Results) -> list[Row]:
     """(max - min) / median of rafka's consume runs of each workload, against 30%; and the
     machine's own spread for one fixed piece of Python beside them, unjudged."""
-    machine = cpu_speed_spread(results.cpu_speed)
-    runs = sum(len(c.cpu_ms) for c in results.cpu_speed)
-    return [spread_row(f"rafka consume {size_label(size)}{' with idle topics' if kind == IDLE else ''} spread"
+    rows = [spread_row(f"rafka consume {size_label(size)}{' with idle topics' if kind == IDLE else ''} spread"
                        f" (max-min)/median vs {SPREAD_TARGET:.0%}",
                        results.by_pair("rafka" + SUFFIX[kind], size, "consume_rps").values(), SPREAD_TARGET)
-            for kind in (PLAIN, IDLE) for size in RECORD_SIZES if kind == PLAIN or results.runs("rafka" + SUFFIX[IDLE], size)
-            ] + [Row(f"the machine: CPU time of one fixed piece of Python, spread (max-min)/median vs"
-                     f" {SPREAD_TARGET:.0%}, {runs} runs", machine, SPREAD_TARGET, "ratio")]
+            for kind in (PLAIN, IDLE) for size in RECORD_SIZES if kind == PLAIN or results.runs("rafka" + SUFFIX[IDLE], size)]
+    runs = sum(len(c.cpu_ms) for c in results.cpu_speed)
+    machine = cpu_speed_spread(results.cpu_speed)
+    return rows + [Row(f"the machine: CPU time of one fixed piece of Python, spread (max-min)/median vs"
+                       f" {SPREAD_TARGET:.0%}, {runs} runs", machine, SPREAD_TARGET, "ratio")]
 
 
 def ceiling_rows(results: Results) -> list[Row]:

@@ -265,7 +265,8 @@ def consume_ceiling(record_size: int, records: int, idle_timeout_s: float = 20.0
         _check_read("instant broker", record_size, consumed, records, idle_timeout_s, problems)
         read = _defaults_read(records, record_size)
         consumed_defaults, seconds_defaults, _, problems, _ = consume(bootstrap, topic, records, record_size,
-                                                                      idle_timeout_s, DEFAULT_CONSUMER_CONFIG, read=read)
+                                                                      idle_timeout_s, DEFAULT_CONSUMER_CONFIG,
+                                                                      read=read)
         _check_read("instant broker", record_size, consumed_defaults, read, idle_timeout_s, problems)
     return ConsumeCeilingResult(record_size, consumed, seconds, cpu_s, consumed_defaults, seconds_defaults)
 
