@@ -101,7 +101,7 @@ def cpu_speed(when: str, runs: int = 40, calls: int = CPU_SPEED_CALLS) -> CpuSpe
     """The thread CPU of one fixed piece of Python (`_python_work` `calls` times) run `runs`
     times back to back.
 
-    Measured here, runs of the same work differed by up to ~1.5x, the fast ones in streaks of
+    Measured here, runs of the same work differed by up to ~1.6x, the fast ones in streaks of
     a second or two (the host's doing: the guest's steal time stays near zero): a consume run
     that falls in one is faster whichever broker serves it. This prints the machine's own
     spread beside the consume spread target.

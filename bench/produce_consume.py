@@ -42,7 +42,7 @@ It measures:
      of one piece of Python work run back to back against run after a sleep (what being
      woken every few ms costs a process here), and the CPU speed: one fixed piece of Python
      (~0.1 s) timed 40 times before the pairs and 40 after, whose spread is the machine's own
-     (on this VM the same code runs up to ~1.5x faster for a second or two at a time);
+     (on this VM the same code runs up to ~1.6x faster for a second or two at a time);
   8. the PSS of the idle rafka cluster (Ray session + ZooKeeper), against 1.2 GiB, and the
      seconds `rafka up --detach` takes to serve, against 15 s.
 
@@ -82,11 +82,12 @@ from _pairs import MIN_PAIRS, Slot, interleave, spread_of
 from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
 from _results import MIB, MemoryResult, Results, cpu_speed_spread, render_table
 
-# Records per run. This machine runs the same code up to ~1.5x faster for a second or two at a
+# Records per run. This machine runs the same code up to ~1.6x faster for a second or two at a
 # time (the CPU speed rows); a consume of 1,000,000 x 100 B lasts ~2 s and took on that speed
 # whole (instant stand-in broker, one process: 485-744k rec/s over ten runs), one of
 # 3,000,000 averages it over several (468-600k over eight). rafka's consume spread over 5
-# pairs went from 42% / 43% (100 B / 1 KiB, 1,000,000 / 300,000 records) to 31% / 30%.
+# pairs went from 42% / 43% (100 B / 1 KiB, 1,000,000 / 300,000 records) to 31% / 30% and
+# 25% / 21% in two runs; the stand-in's three ceiling runs from 68% / 31% to 10-15% / 3-11%.
 DEFAULT_RECORDS = {100: 3_000_000, 1024: 900_000}
 DEFAULT_PAIRS = 5
 DEFAULT_CEILING_RUNS = 3
