@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rafka.actors.untraced import drop_tracing_wrappers
-from rafka.common.collector import freeze_if_actor_process, watch_long_collections
+from rafka.common.collector import watch_long_collections
 from rafka.common.config import LONG_MAX, LogConfig
 from rafka.common.frames import FramedProtocol
 from rafka.common.errors import ErrorCode, KafkaError, KafkaStorageError, OffsetOutOfRangeError
@@ -68,9 +68,6 @@ class PartitionReplica:
         partition later (its broker keeps a few, so a dormant partition wakes without waiting
         for a process to start)."""
         drop_tracing_wrappers(self)   # its data socket's calls to its own methods, at every record
-        # What the process holds for life (the interpreter's modules, Ray's, ours) left out of
-        # full collections: frozen before any partition opens, so no log's objects are kept.
-        freeze_if_actor_process()
         self._broker_id = broker_id
         # Its broker's BrokerCoordinator (ISR changes go through it): a handle, or its (name, namespace),
         # looked up at the first ISR change; a handle unpickled here would import the coordinator's code.

@@ -6,11 +6,9 @@ records/s: a full collection held its event loop for 90 ms, a pause every reques
 then waits out. `gc.freeze()` moves what is alive once the actor has started into a generation
 the collector never scans, so later collections walk only what was made since.
 
-The front end and the broker's coordinator call it, once each per broker. A replica process
-freezes without collecting first, once, when it starts: that costs next to nothing (a collection
-at each start would add to the start a creation storm waits on), and the little garbage of its
-start is kept for good. Replicas' full collections had held a partition for 69 and 135 ms
-while brokers were killed and restarted (the failover drill).
+The front end and the broker's coordinator call it, once each per broker. Replica processes do
+not: a collection at each start would add to the start a creation storm waits on, and a
+replica's event loop made no full collection in the runs measured.
 
 Whether that stays true is for the logs to say: `watch_long_collections` logs every full
 collection that held its process for `LONG_COLLECTION_MS` or more, with whose it was (the
@@ -35,22 +33,6 @@ def freeze_startup_objects() -> None:
     an actor has finished starting; calling it again adds what was made since)."""
     gc.collect()
     gc.freeze()
-
-
-def freeze_if_actor_process() -> bool:
-    """In a Ray worker process (an actor's own), leave everything alive now out of later
-    collections without collecting first (microseconds; measured here, a full collection over
-    a replica's ~58k startup objects took 57 ms before and 0.0 after). Elsewhere, as in a test
-    that builds an actor's class in its own process, nothing: that process's objects stay
-    collectable. True when it froze."""
-    try:
-        from ray._private.worker import WORKER_MODE, global_worker
-    except ImportError:
-        return False
-    if global_worker.mode != WORKER_MODE:
-        return False
-    gc.freeze()
-    return True
 
 
 class LongCollections:

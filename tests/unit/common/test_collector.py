@@ -40,19 +40,3 @@ def test_one_watch_per_process_whose_logger_follows_the_partition_it_serves(capl
     finally:
         gc.callbacks[:] = before
 
-
-
-def test_only_an_actors_own_process_freezes_its_objects(monkeypatch) -> None:
-    from ray._private import worker
-
-    from rafka.common.collector import freeze_if_actor_process
-
-    frozen = gc.get_freeze_count()
-    assert not freeze_if_actor_process()   # this test process is not a Ray worker
-    assert gc.get_freeze_count() == frozen
-    monkeypatch.setattr(worker.global_worker, "mode", worker.WORKER_MODE)
-    try:
-        assert freeze_if_actor_process()
-        assert gc.get_freeze_count() > frozen
-    finally:
-        gc.unfreeze()   # this test process's objects collectable again, as a process's are by default
