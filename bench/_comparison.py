@@ -2,9 +2,9 @@
 client's ceilings and the machine's limits, with issue 25's targets. Pure: from `Results` only."""
 from __future__ import annotations
 
-from _pairs import MIN_PAIRS, paired_row, spread_of, spread_row
+from _pairs import MIN_PAIRS, paired_row, spread_row
 from _phases import size_label
-from _results import Results, Row, cpu_speed_spread
+from _results import Results, Row, cpu_speed_spread, spread_of
 
 RECORD_SIZES = (100, 1024)
 BROKERS = ("rafka", "tansu")

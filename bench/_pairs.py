@@ -9,12 +9,11 @@ which would reward whichever broker got the quietest moment.
 """
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from _results import Row
+from _results import Row, Spread, spread_of
 
 W = TypeVar("W")
 # Fewer pairs than this and a comparison's target is shown but not judged.
@@ -35,40 +34,6 @@ def interleave(pairs: int, workloads: Sequence[W], brokers: Sequence[str]) -> li
     broker in turn (A B, then the next workload A B), so the two runs of a pair are adjacent."""
     return [Slot(pair, workload, broker) for pair in range(1, pairs + 1)
             for workload in workloads for broker in brokers]
-
-
-@dataclass(frozen=True)
-class Spread:
-    """Median, lowest and highest of some runs' values, and their spread around the median."""
-
-    values: tuple[float, ...]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.values)
-
-    @property
-    def low(self) -> float:
-        return min(self.values)
-
-    @property
-    def high(self) -> float:
-        return max(self.values)
-
-    @property
-    def spread(self) -> float:
-        """(highest - lowest) / median: 0.3 means the runs lie within 30% of the median."""
-        return (self.high - self.low) / self.median if self.median else float("inf")
-
-    def to_json(self) -> dict[str, float | int]:
-        return {"n": len(self.values), "median": self.median, "min": self.low, "max": self.high,
-                "spread": self.spread}
-
-
-def spread_of(values: Iterable[float]) -> Spread | None:
-    """The Spread of `values`, or None when there are none."""
-    found = tuple(values)
-    return Spread(found) if found else None
 
 
 def paired(ours: Mapping[int, float], peer: Mapping[int, float]) -> list[tuple[float, float]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable
 from typing import Any, Callable
 
 MIB = 1024 * 1024
@@ -181,6 +182,40 @@ class WakeCostResult:
 
 
 @dataclass(frozen=True)
+class Spread:
+    """Median, lowest and highest of some runs' values, and their spread around the median."""
+
+    values: tuple[float, ...]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.values)
+
+    @property
+    def low(self) -> float:
+        return min(self.values)
+
+    @property
+    def high(self) -> float:
+        return max(self.values)
+
+    @property
+    def spread(self) -> float:
+        """(highest - lowest) / median: 0.3 means the runs lie within 30% of the median."""
+        return (self.high - self.low) / self.median if self.median else float("inf")
+
+    def to_json(self) -> dict[str, float | int]:
+        return {"n": len(self.values), "median": self.median, "min": self.low, "max": self.high,
+                "spread": self.spread}
+
+
+def spread_of(values: Iterable[float]) -> Spread | None:
+    """The Spread of `values`, or None when there are none."""
+    found = tuple(values)
+    return Spread(found) if found else None
+
+
+@dataclass(frozen=True)
 class CpuSpeedResult:
     """The thread CPU, in ms, of one fixed piece of Python run `len(cpu_ms)` times back to back,
     `when` in the benchmark. The work never changes, so its spread is the machine's own: on a
@@ -191,25 +226,21 @@ class CpuSpeedResult:
     cpu_ms: tuple[float, ...]
 
     @property
-    def median_ms(self) -> float:
-        return statistics.median(self.cpu_ms)
-
-    @property
-    def spread(self) -> float:
-        """(slowest - fastest) / median, as the consume spread is judged."""
-        return (max(self.cpu_ms) - min(self.cpu_ms)) / self.median_ms
+    def runs(self) -> Spread:
+        """The runs' CPU times; their spread is judged as the consume spread is."""
+        return Spread(self.cpu_ms)
 
     def describe(self) -> str:
+        runs = self.runs
         return (f"CPU speed ({self.when}): one fixed piece of Python, {len(self.cpu_ms)} runs back to back,"
-                f" took {min(self.cpu_ms):.0f}-{max(self.cpu_ms):.0f} ms of CPU (median {self.median_ms:.0f}):"
-                f" spread {self.spread:.0%}, the fastest run {self.median_ms / min(self.cpu_ms):.2f}x the"
-                " median's speed")
+                f" took {runs.low:.0f}-{runs.high:.0f} ms of CPU (median {runs.median:.0f}):"
+                f" spread {runs.spread:.0%}, the fastest run {runs.median / runs.low:.2f}x the median's speed")
 
 
 def cpu_speed_spread(results: list[CpuSpeedResult]) -> float | None:
     """The spread of every run of `results` together (None when none ran)."""
-    runs = [ms for r in results for ms in r.cpu_ms]
-    return CpuSpeedResult("all", tuple(runs)).spread if runs else None
+    runs = spread_of(ms for r in results for ms in r.cpu_ms)
+    return runs.spread if runs else None
 
 
 @dataclass
@@ -272,7 +303,7 @@ class Results:
             "loopback": {**asdict(self.loopback), "mbps": self.loopback.mbps} if self.loopback else None,
             "disk": {**asdict(self.disk), "mbps": self.disk.mbps} if self.disk else None,
             "wake_cost": asdict(self.wake) if self.wake else None,
-            "cpu_speed": [{**asdict(c), "median_ms": c.median_ms, "spread": c.spread} for c in self.cpu_speed],
+            "cpu_speed": [{**asdict(c), "median_ms": c.runs.median, "spread": c.runs.spread} for c in self.cpu_speed],
             "memory": {**asdict(self.memory), "total_mib": self.memory.total_mib} if self.memory else None,
             "startup": asdict(self.startup) if self.startup else None,
             "failures": self.failures,

@@ -78,9 +78,9 @@ import _rafka
 import _tansu
 from _comparison import (BROKERS, IDEMPOTENT, IDLE, LATENCY, LATENCY_RATE, PLAIN, RECORD_SIZES, SPREAD_TARGET,
                          SUFFIX, comparison_rows)
-from _pairs import MIN_PAIRS, Slot, interleave, spread_of
+from _pairs import MIN_PAIRS, Slot, interleave
 from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
-from _results import MIB, MemoryResult, Results, cpu_speed_spread, render_table
+from _results import MIB, MemoryResult, Results, cpu_speed_spread, render_table, spread_of
 
 # Records per run. This machine runs the same code up to ~1.6x faster for a second or two at a
 # time (the CPU speed rows); a consume of 1,000,000 x 100 B lasts ~2 s and took on that speed
