@@ -1,5 +1,5 @@
-"""Machine limits: loopback TCP throughput, sequential disk write rate, what waking costs, and
-how steady the CPU's speed is."""
+"""Machine limits: loopback TCP throughput, sequential disk write rate, what waking costs, how
+steady the CPU's speed is, and the kernel's autogroup setting."""
 from __future__ import annotations
 
 import re
@@ -14,6 +14,7 @@ from _kafka import PhaseError
 from _results import CpuSpeedResult, RateResult, WakeCostResult
 
 GIB = 1024 ** 3
+AUTOGROUP_SETTING = Path("/proc/sys/kernel/sched_autogroup_enabled")
 SOCKET_BUFFER = 4 * 1024 * 1024
 SINK = Path(__file__).with_name("_loopback_sink.py")
 DD_SUMMARY = re.compile(r"^(\d+) bytes .* copied, ([\d.,]+) s", re.MULTILINE)
@@ -114,3 +115,13 @@ def cpu_speed(when: str, runs: int = 40, calls: int = CPU_SPEED_CALLS) -> CpuSpe
             _python_work()
         cpu_ms.append((time.thread_time_ns() - started) / 1_000_000)
     return CpuSpeedResult(when, tuple(cpu_ms))
+
+
+def autogroup_enabled(setting: Path = AUTOGROUP_SETTING) -> bool | None:
+    """Whether Linux's autogroup scheduling is on (`kernel.sched_autogroup_enabled`): then each
+    session is a scheduling group of its own, and Ray starts every worker process (rafka's front
+    end, each replica) in a session of its own. None where the kernel has no such setting."""
+    try:
+        return setting.read_text().strip() != "0"
+    except OSError:
+        return None

@@ -116,6 +116,22 @@ class Target:
 
 # -- the phases --------------------------------------------------------------------------
 
+# End-to-end latency at LATENCY_RATE with the kernel's autogroup scheduling on and off, measured
+# here (stop 50, three interleaved pairs of 8 s runs, p99): 53-74 ms on, 10-25 ms off.
+AUTOGROUP_EFFECT = "p99 at 2,000 rec/s measured here 53-74 ms with it on, 10-25 ms with it off"
+
+
+def autogroup_line(enabled: bool | None) -> str | None:
+    """The limits line on the kernel's autogroup setting (None when the kernel has none)."""
+    if enabled is None:
+        return None
+    if not enabled:
+        return "kernel.sched_autogroup_enabled=0: processes are scheduled one by one, not by session"
+    return ("kernel.sched_autogroup_enabled=1: each Ray worker process (the front end, each replica) is a"
+            " scheduling group of its own, and the front end, which every record passes through, gets a"
+            f" group's share; latency suffers ({AUTOGROUP_EFFECT}; `sysctl -w kernel.sched_autogroup_enabled=0`)")
+
+
 # A replica's time between records in the latency runs, and a shorter and a longer gap beside it.
 REPLICA_WAKE_GAP_MS = 1000 * _kafka.PARTITIONS / LATENCY_RATE
 WAKE_GAPS_MS = (0.5, REPLICA_WAKE_GAP_MS, 20.0)
@@ -126,6 +142,7 @@ def machine_phases(results: Results, data_dir: Path) -> None:
     results.loopback = run_phase(results, "loopback TCP", _machine.loopback_throughput, 120)
     results.disk = run_phase(results, "disk write (dd)", lambda: _machine.disk_write_rate(data_dir), 180)
     results.wake = run_phase(results, "wake cost", lambda: _machine.wake_cost(WAKE_GAPS_MS), 120)
+    results.settings["sched_autogroup"] = _machine.autogroup_enabled()
     cpu_speed_phase(results, "before the pairs")
 
 
@@ -382,6 +399,9 @@ def measurements_text(results: Results) -> str:
         lines.append(f"  {results.wake.describe()} (a replica at {LATENCY_RATE:,} rec/s over {_kafka.PARTITIONS}"
                      f" partitions is woken about every {REPLICA_WAKE_GAP_MS:g} ms)")
     lines.extend(f"  {c.describe()}" for c in results.cpu_speed)
+    autogroup = autogroup_line(results.settings.get("sched_autogroup"))
+    if autogroup:
+        lines.append(f"  {autogroup}")
     if results.memory:
         m = results.memory
         lines.append(f"  idle PSS: {m.total_mib:,.0f} MiB in {len(m.processes)} processes"

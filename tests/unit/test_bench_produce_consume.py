@@ -254,3 +254,24 @@ def test_a_broker_returning_a_duplicate_fails_the_script(script: FakeCluster, ca
     assert produce_consume.main(ARGS) == 1
     out = capsys.readouterr().out
     assert "failed phases" in out and "duplicate" in out
+
+
+@pytest.mark.parametrize("text, expected", [("1\n", True), ("0\n", False)])
+def test_the_kernels_autogroup_setting_is_read_from_proc(tmp_path: Path, text: str, expected: bool) -> None:
+    setting = tmp_path / "sched_autogroup_enabled"
+    setting.write_text(text)
+    assert produce_consume._machine.autogroup_enabled(setting) is expected
+    assert produce_consume._machine.autogroup_enabled(tmp_path / "absent") is None
+
+
+def test_the_limits_say_whether_autogroup_scheduling_was_on() -> None:
+    from _results import Results
+
+    on, off, unknown = Results(), Results(), Results()
+    on.settings["sched_autogroup"], off.settings["sched_autogroup"] = True, False
+    on_text = produce_consume.measurements_text(on)
+    assert "kernel.sched_autogroup_enabled=1: each Ray worker process" in on_text
+    assert "sysctl -w kernel.sched_autogroup_enabled=0" in on_text
+    assert "kernel.sched_autogroup_enabled=0: processes are scheduled one by one" in \
+        produce_consume.measurements_text(off)
+    assert "autogroup" not in produce_consume.measurements_text(unknown)
