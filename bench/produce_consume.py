@@ -128,8 +128,8 @@ def autogroup_line(enabled: bool | None) -> str | None:
     if not enabled:
         return "kernel.sched_autogroup_enabled=0: processes are scheduled one by one, not by session"
     return ("kernel.sched_autogroup_enabled=1: each Ray worker process (the front end, each replica) is a"
-            " scheduling group of its own, and the front end, which every record passes through, gets a"
-            f" group's share; latency suffers ({AUTOGROUP_EFFECT}; `sysctl -w kernel.sched_autogroup_enabled=0`)")
+            " scheduling group of its own, and the front end, which every record passes through, is scheduled"
+            f" as one group among the others ({AUTOGROUP_EFFECT}; `sysctl -w kernel.sched_autogroup_enabled=0`)")
 
 
 # A replica's time between records in the latency runs, and a shorter and a longer gap beside it.
@@ -138,7 +138,8 @@ WAKE_GAPS_MS = (0.5, REPLICA_WAKE_GAP_MS, 20.0)
 
 
 def machine_phases(results: Results, data_dir: Path) -> None:
-    """Loopback TCP and disk write limits, and what a wake-up costs a process's CPU."""
+    """Loopback TCP and disk write limits, what a wake-up costs a process's CPU, and whether the
+    kernel schedules processes by session (autogroup)."""
     results.loopback = run_phase(results, "loopback TCP", _machine.loopback_throughput, 120)
     results.disk = run_phase(results, "disk write (dd)", lambda: _machine.disk_write_rate(data_dir), 180)
     results.wake = run_phase(results, "wake cost", lambda: _machine.wake_cost(WAKE_GAPS_MS), 120)
