@@ -117,8 +117,8 @@ class Target:
 # -- the phases --------------------------------------------------------------------------
 
 # End-to-end latency at LATENCY_RATE with the kernel's autogroup scheduling on and off, measured
-# here (stop 50, five interleaved pairs of 8 s runs, p99): 48-115 ms on, 10-30 ms off.
-AUTOGROUP_EFFECT = "p99 at 2,000 rec/s measured here 48-115 ms with it on, 10-30 ms with it off"
+# here (stop 50, seven interleaved pairs of 8 s runs, p99): 37-115 ms on, 10-30 ms off.
+AUTOGROUP_EFFECT = "p99 at 2,000 rec/s measured here 37-115 ms with it on, 10-30 ms with it off"
 
 
 def autogroup_line(enabled: bool | None) -> str | None:
