@@ -116,22 +116,6 @@ class Target:
 
 # -- the phases --------------------------------------------------------------------------
 
-# End-to-end latency at LATENCY_RATE with the kernel's autogroup scheduling on and off, measured
-# here (stop 50, seven interleaved pairs of 8 s runs, p99): 37-115 ms on, 10-30 ms off.
-AUTOGROUP_EFFECT = "p99 at 2,000 rec/s measured here 37-115 ms with it on, 10-30 ms with it off"
-
-
-def autogroup_line(enabled: bool | None) -> str | None:
-    """The limits line on the kernel's autogroup setting (None when the kernel has none)."""
-    if enabled is None:
-        return None
-    if not enabled:
-        return "kernel.sched_autogroup_enabled=0: processes are scheduled one by one, not by session"
-    return ("kernel.sched_autogroup_enabled=1: each Ray worker process (the front end, each replica) is a"
-            " scheduling group of its own, and the front end, which every record passes through, is scheduled"
-            f" as one group among the others ({AUTOGROUP_EFFECT}; `sysctl -w kernel.sched_autogroup_enabled=0`)")
-
-
 # A replica's time between records in the latency runs, and a shorter and a longer gap beside it.
 REPLICA_WAKE_GAP_MS = 1000 * _kafka.PARTITIONS / LATENCY_RATE
 WAKE_GAPS_MS = (0.5, REPLICA_WAKE_GAP_MS, 20.0)
@@ -319,6 +303,22 @@ def startup_phase(results: Results, data_dir: Path) -> None:
 
 
 # -- reporting ---------------------------------------------------------------------------
+
+# End-to-end latency at LATENCY_RATE with the kernel's autogroup scheduling on and off, measured
+# here (stop 50, seven interleaved pairs of 8 s runs, p99): 37-115 ms on, 10-30 ms off.
+AUTOGROUP_EFFECT = "p99 at 2,000 rec/s measured here 37-115 ms with it on, 10-30 ms with it off"
+
+
+def autogroup_line(enabled: bool | None) -> str | None:
+    """The limits line on the kernel's autogroup setting (None when the kernel has none)."""
+    if enabled is None:
+        return None
+    if not enabled:
+        return "kernel.sched_autogroup_enabled=0: processes are scheduled one by one, not by session"
+    return ("kernel.sched_autogroup_enabled=1: each Ray worker process (the front end, each replica) is a"
+            " scheduling group of its own, and the front end, which every record passes through, is scheduled"
+            f" as one group among the others ({AUTOGROUP_EFFECT}; `sysctl -w kernel.sched_autogroup_enabled=0`)")
+
 
 def measurements_text(results: Results) -> str:
     """The raw figures behind the table: the settings, every run in the order it ran, the
