@@ -48,7 +48,7 @@ CONSUMER_CONFIG = {
 CONSUME_BATCH = 10_000
 # The consume with librdkafka's defaults reads only a run's first records: their 1 s
 # fetch.queue.backoff.ms, not the broker, paces it (~140k records/s of 100 B here), so reading
-# all of a 3,000,000-record run would take ~20 s for the same rate.
+# all of a 6,000,000-record run would take ~40 s for the same rate.
 DEFAULTS_READ = {100: 1_000_000, 1024: 300_000}
 # End-to-end latency: each record leaves at once (linger.ms=0), acks=1.
 LATENCY_PRODUCER_CONFIG = {**PRODUCER_CONFIG, "linger.ms": 0}
@@ -464,6 +464,10 @@ def unused_port() -> int:
         return s.getsockname()[1]
 
 
+# librdkafka's largest queue (its limit, INT_MAX KiB): 2 GiB (2,097,151) filled up with 2,400,000 x 1 KiB.
+ENQUEUE_QUEUE_KBYTES = 2_147_483_647
+
+
 def enqueue_ceiling(record_size: int, records: int) -> EnqueueResult:
     """Time `records` `produce()` calls against a loopback port where nothing listens.
 
@@ -474,7 +478,7 @@ def enqueue_ceiling(record_size: int, records: int) -> EnqueueResult:
         "bootstrap.servers": f"127.0.0.1:{unused_port()}",
         **PRODUCER_CONFIG,
         "queue.buffering.max.messages": max(records, 1_000),
-        "queue.buffering.max.kbytes": 2_097_151,
+        "queue.buffering.max.kbytes": ENQUEUE_QUEUE_KBYTES,
         "log_level": 0,
         "logger": lambda *_: None,
     })
