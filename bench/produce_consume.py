@@ -312,7 +312,7 @@ def startup_phase(results: Results, data_dir: Path) -> None:
 # End-to-end latency at LATENCY_RATE with the kernel's autogroup scheduling on and off: on a 2-core
 # VM whose CPU speed run (`_machine.cpu_speed`) took ~0.1 s, seven interleaved pairs of 8 s runs
 # gave a p99 of 37-115 ms on and 10-30 ms off; on one where it took 41 ms, 1.7-2.9 ms on (the
-# medians of four benchmark runs; not measured there with it off), the machine ~75% busy.
+# medians of six benchmark runs; not measured there with it off), the machine ~75% busy.
 AUTOGROUP_EFFECT = ("p99 at 2,000 rec/s on 2 cores whose CPU speed run took ~0.1 s: 37-115 ms with it on, 10-30 ms"
                     " with it off; on 2 cores where it took 41 ms: 1.7-2.9 ms with it on")
 
