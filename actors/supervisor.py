@@ -14,14 +14,20 @@ import logging
 import os
 import signal
 import time
-from typing import Any
+from typing import Any, Callable
 
 import ray
 
+from rafka.actors.actor_lookup import find_actor, named_actor_alive
 from rafka.actors.ray_env import current_node_id, pin_to_node
 from rafka.common.errors import StartupError
+from rafka.common.process_tree import signal_processes, start_time, wait_gone
 
 log = logging.getLogger(__name__)
+
+
+class ProcessesSurvivedError(Exception):
+    """kill -9 did not end every process it was sent to (one stuck in the kernel, say)."""
 
 
 def start_service(actor_class: type, name: str, namespace: str, *args: Any, node_id: str | None = None,
@@ -77,46 +83,42 @@ def stop_service(actor: Any, timeout_s: float = 60.0) -> None:
     ray.kill(actor)
 
 
-def kill_processes(pids: dict[str, int], namespace: str, node_id: str, timeout_s: float = 30.0) -> None:
+def kill_processes(pids: dict[str, int], namespace: str, node_id: str, timeout_s: float = 30.0,
+                   name_release_s: float = 10.0) -> None:
     """kill -9 of named actors' processes (`pids`: actor name -> pid, on `node_id`), all at
-    once as a machine losing power would, then wait until Ray has released every name (so a
-    restart can create them again). Off this node the pids mean nothing here: Ray kills the
-    actors instead, which is as abrupt (no shutdown code runs)."""
+    once as a machine losing power would. Returns once each is confirmed gone: on this node
+    by its pid (that pid with that start time no longer runs; a zombie awaiting its parent
+    counts as gone), elsewhere by Ray reporting the actor dead. ProcessesSurvivedError naming
+    those still running after `timeout_s`: only then did the kill fail. Then waits up to
+    `name_release_s` for Ray to release the names (a restart creates them again); a name
+    still held is logged, not raised, since the processes are gone. Off this node the pids
+    mean nothing here: Ray kills the actors instead, which is as abrupt (no shutdown code runs)."""
     if node_id == current_node_id():
-        for pid in pids.values():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        processes = {pid: started for pid in pids.values() if (started := start_time(pid)) is not None}
+        signal_processes(processes, signal.SIGKILL)
+        survivors = wait_gone(processes, timeout_s)
+        if survivors:
+            names = sorted(name for name, pid in pids.items() if pid in survivors)
+            raise ProcessesSurvivedError(f"processes still running {timeout_s:.0f} s after kill -9: "
+                                         f"{', '.join(f'{n} (pid {pids[n]})' for n in names)}")
     else:
         for name in pids:
-            try:
-                ray.kill(ray.get_actor(name, namespace=namespace), no_restart=True)
-            except ValueError:
-                pass
+            actor = find_actor(name, namespace)
+            if actor is not None:
+                ray.kill(actor, no_restart=True)
+            del actor
+        left = _wait_for(lambda names: {n for n in names if named_actor_alive(n, namespace)}, set(pids), timeout_s)
+        if left:
+            raise ProcessesSurvivedError(f"actors still alive {timeout_s:.0f} s after kill: {sorted(left)}")
+    held = _wait_for(lambda names: {n for n in names if find_actor(n, namespace) is not None}, set(pids),
+                     name_release_s)
+    if held:
+        log.warning("killed, but Ray still holds the names %s after %.1f s", sorted(held), name_release_s)
+
+
+def _wait_for(still: Callable[[set[str]], set[str]], names: set[str], timeout_s: float) -> set[str]:
+    """Poll `still(names)` until it is empty or `timeout_s` passed; returns what is left."""
     deadline = time.monotonic() + timeout_s
-    alive = set(pids)
-    while alive:
-        alive = {name for name in alive if named_actor_alive(name, namespace)}
-        if alive and time.monotonic() > deadline:
-            raise TimeoutError(f"actors still alive {timeout_s:.0f} s after kill -9: {sorted(alive)}")
-        if alive:
-            time.sleep(0.1)
-
-
-def named_actor_alive(name: str, namespace: str, timeout_s: float = 1.0) -> bool:
-    """Whether the named actor exists and is not dead. One that exists but does not answer
-    within `timeout_s` (busy) counts as alive: only a dead process proves anything. A dead
-    actor's name can outlive it (for a moment, or while its owner holds a handle), and the
-    handle taken here is dropped before returning, so it does not hold the name itself."""
-    try:
-        actor = ray.get_actor(name, namespace=namespace)
-    except ValueError:
-        return False
-    try:
-        ray.get(actor.__ray_ready__.remote(), timeout=timeout_s)
-    except ray.exceptions.GetTimeoutError:
-        return True
-    except ray.exceptions.RayActorError:
-        return False
-    return True
+    while (names := still(names)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return names

@@ -38,6 +38,7 @@ from typing import Any, Awaitable, Callable
 
 import ray
 
+from rafka.actors.actor_lookup import find_actor
 from rafka.actors.naming import coordinator_name, frontend_name, replica_name
 from rafka.actors.ray_env import pin_to_node
 from rafka.common.collector import freeze_startup_objects, watch_long_collections
@@ -486,13 +487,8 @@ class BrokerCoordinator:
         that the new replicas exist when the client hears the topic does, as in Kafka. Each
         call is bounded in time."""
         def coordinators() -> list[Any]:
-            found = []
-            for b in metadata.brokers:
-                try:
-                    found.append(ray.get_actor(coordinator_name(b), namespace=self._namespace))
-                except ValueError:
-                    continue
-            return found
+            found = (find_actor(coordinator_name(b), self._namespace) for b in metadata.brokers)
+            return [actor for actor in found if actor is not None]
 
         targets = await asyncio.to_thread(coordinators)
         orders = [asyncio.ensure_future(asyncio.wait_for(t.apply_metadata.remote(metadata, False),
@@ -878,7 +874,10 @@ class BrokerCoordinator:
         if controller_id < 0 or controller_id == self._id:
             return not_controller
         try:
-            target = await asyncio.to_thread(ray.get_actor, coordinator_name(controller_id), self._namespace)
+            target = await asyncio.to_thread(find_actor, coordinator_name(controller_id), self._namespace)
+            if target is None:
+                self._log.info("controller %d is not running, for %s", controller_id, what)
+                return not_controller
             return await asyncio.wait_for(remote(target), CONTROL_CALL_TIMEOUT_S)
         except Exception as e:  # noqa: BLE001 - the controller moved or died: the caller retries
             self._log.info("could not reach controller %d for %s: %r", controller_id, what, e)

@@ -687,9 +687,12 @@ class PartitionReplica:
 
     async def _coordinator_handle(self) -> Any:
         if isinstance(self._coordinator, tuple):
-            import ray   # only here: the replica's code runs without Ray in the unit tests
+            from rafka.actors.actor_lookup import find_actor  # only here: the unit tests run it without Ray
             name, namespace = self._coordinator
-            self._coordinator = await asyncio.to_thread(ray.get_actor, name, namespace)
+            handle = await asyncio.to_thread(find_actor, name, namespace)
+            if handle is None:
+                raise LookupError(f"{name} is not running")
+            self._coordinator = handle
         return self._coordinator
 
     async def _alter_isr(self, isr: tuple[int, ...]) -> None:

@@ -18,7 +18,8 @@ from typing import Any
 
 from rafka.actors import ray_env  # sets Ray's loopback environment before ray is imported
 from rafka.actors.naming import DEFAULT_NAMESPACE, coordinator_name
-from rafka.actors.supervisor import kill_processes, named_actor_alive, run_on_node, start_service, stop_service
+from rafka.actors.actor_lookup import find_actor, named_actor_alive
+from rafka.actors.supervisor import kill_processes, run_on_node, start_service, stop_service
 from rafka.common.config import BrokerConfig
 from rafka.common.types import Endpoint
 
@@ -58,11 +59,8 @@ def resolve_broker_id(config: BrokerConfig, node_id: str, timeout_s: float = 60.
 
 
 def find_broker(namespace: str, broker_id: int) -> Any | None:
-    """The running coordinator actor of `broker_id`, or None."""
-    try:
-        return ray_env.ray.get_actor(coordinator_name(broker_id), namespace=namespace)
-    except ValueError:
-        return None
+    """The running coordinator actor of `broker_id`, or None (`find_actor`)."""
+    return find_actor(coordinator_name(broker_id), namespace)
 
 
 def broker_running(namespace: str, broker_id: int, timeout_s: float = 10.0) -> bool:
@@ -86,12 +84,14 @@ def await_broker_released(namespace: str, broker_id: int, timeout_s: float = 10.
 def kill_broker(namespace: str, broker_id: int, timeout_s: float = 30.0) -> dict[str, int]:
     """kill -9 of every process of one broker (coordinator, front end, replicas) at once, as a
     machine losing power: nothing is flushed or closed, and its ZooKeeper session expires on
-    its own after zookeeper.session.timeout.ms. Returns the pids killed, by actor name;
-    LookupError when the broker does not run."""
+    its own after zookeeper.session.timeout.ms. Returns the pids killed, by actor name, once
+    each is gone (`kill_processes`); LookupError when the broker does not run,
+    ProcessesSurvivedError when one of its processes outlived the kill."""
     actor = find_broker(namespace, broker_id)
     if actor is None:
         raise LookupError(f"broker {broker_id} is not running")
     processes = ray_env.ray.get(actor.processes.remote(), timeout=timeout_s)
+    del actor   # a handle held would keep a non-detached actor's name taken
     pids = processes["pids"]
     kill_processes(pids, namespace, processes["node_id"], timeout_s)
     log.info("killed broker %d: %d processes", broker_id, len(pids))
@@ -117,7 +117,10 @@ def broker_status(namespace: str, broker_ids: list[int], timeout_s: float = 10.0
     out: dict[int, dict] = {}
     for broker_id in broker_ids:
         try:
-            actor = ray.get_actor(coordinator_name(broker_id), namespace=namespace)
+            actor = find_actor(coordinator_name(broker_id), namespace)
+            if actor is None:
+                out[broker_id] = {"broker_id": broker_id, "error": "not running"}
+                continue
             out[broker_id] = ray.get(actor.status.remote(), timeout=timeout_s)
         except Exception as e:  # noqa: BLE001 - a dead or hung broker is part of the report
             out[broker_id] = {"broker_id": broker_id, "error": f"{type(e).__name__}: {e}"}

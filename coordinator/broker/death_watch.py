@@ -23,6 +23,7 @@ from typing import Awaitable, Callable, Iterable
 
 import ray
 
+from rafka.actors.actor_lookup import find_actor
 from rafka.actors.naming import coordinator_name
 
 SESSION_CALL_TIMEOUT_S = 30.0
@@ -56,9 +57,8 @@ class BrokerDeathWatch:
         self.watch(())
 
     async def _watch(self, broker_id: int) -> None:
-        try:
-            handle = await asyncio.to_thread(ray.get_actor, coordinator_name(broker_id), self._namespace)
-        except ValueError:
+        handle = await asyncio.to_thread(find_actor, coordinator_name(broker_id), self._namespace)
+        if handle is None:
             return   # not started yet, or gone already: the next watch() looks again
         session = None
         try:

@@ -16,7 +16,7 @@ The reconciler decides; this module does the Ray side of each step for one parti
 - place: a partition not created yet goes to the log dir AlterReplicaLogDirs asked for, if any;
 - dormant: a replica without a process (`replica.dormant.after.ms`): its directory claimed, its
   topic id checked and its closed log read (`closed_log.py`), its new leader epochs written.
-Blocking calls (`ray.get_actor`, `rmtree`, file reads) run in threads.
+Blocking calls (`rmtree`, file reads) run in threads.
 """
 from __future__ import annotations
 

@@ -117,19 +117,20 @@ def stop_processes(processes: Processes, grace_s: float = 5.0, kill_wait_s: floa
     alive = running(processes)
     if not alive:
         return report
-    _signal(alive, signal.SIGTERM)
-    left = _wait_gone(alive, grace_s)
+    signal_processes(alive, signal.SIGTERM)
+    left = wait_gone(alive, grace_s)
     report.terminated = sorted(set(alive) - set(left))
     if left:
         log.warning("processes %s did not exit %.1f s after SIGTERM; killing them", sorted(left), grace_s)
-        _signal(left, signal.SIGKILL)
-        stuck = _wait_gone(left, kill_wait_s)
+        signal_processes(left, signal.SIGKILL)
+        stuck = wait_gone(left, kill_wait_s)
         report.killed = sorted(set(left) - set(stuck))
         report.survivors = sorted(stuck)
     return report
 
 
-def _signal(processes: Processes, sig: int) -> None:
+def signal_processes(processes: Processes, sig: int) -> None:
+    """Send `sig` to each of `processes` that is still the same process (pid and start time)."""
     for pid, started in processes.items():
         if start_time(pid) == started:  # still the same process: never signal a reused pid
             try:
@@ -138,7 +139,7 @@ def _signal(processes: Processes, sig: int) -> None:
                 pass
 
 
-def _wait_gone(processes: Processes, timeout_s: float) -> Processes:
+def wait_gone(processes: Processes, timeout_s: float) -> Processes:
     """Wait until none of `processes` runs, or `timeout_s`; returns those still running.
     Our own children are reaped on the way (a zombie child of ours does not run, but it
     would stay in the process table until we exit)."""

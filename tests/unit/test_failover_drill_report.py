@@ -48,3 +48,32 @@ def test_a_status_that_cannot_be_had_does_not_hide_the_timeout() -> None:
 
 def test_a_step_that_succeeds_reports_nothing() -> None:
     drill._wait_or_describe(lambda: True, 0.05, "never shown", Cluster(RuntimeError("not asked")), Admin(), 1)
+
+
+def _batch(base_offset: int, leader_epoch: int, payload: bytes) -> bytes:
+    """A stand-in record batch: the header fields the comparison reads, then `payload`."""
+    rest = leader_epoch.to_bytes(4, "big") + payload   # partitionLeaderEpoch, then the rest of the batch
+    return base_offset.to_bytes(8, "big") + len(rest).to_bytes(4, "big") + rest
+
+
+def _write_logs(data_dir, logs: dict[int, bytes]) -> None:
+    for topic in drill.TOPICS:
+        for broker, data in logs.items():
+            part = data_dir / f"broker-{broker}" / "logs" / f"{topic}-0"
+            part.mkdir(parents=True)
+            (part / "00000000000000000000.log").write_bytes(data)
+
+
+def test_replica_logs_are_compared_with_the_leader_s_but_for_leader_epochs(tmp_path) -> None:
+    leader = _batch(0, 1, b"a" * 20) + _batch(1, 2, b"b" * 30)
+    _write_logs(tmp_path, {0: leader, 1: _batch(0, 7, b"a" * 20), 2: _batch(0, 1, b"a" * 20) + _batch(1, 5, b"b" * 30)})
+    assert drill.compare_replica_logs(tmp_path, 1, {f"{t}-0": 0 for t in drill.TOPICS}) == []
+
+
+def test_a_replica_that_differs_from_its_leader_is_named(tmp_path) -> None:
+    """Broker 1's log is the longest, but it is not the leader's prefix: the leader's is the reference."""
+    _write_logs(tmp_path, {0: _batch(0, 1, b"a" * 20), 1: _batch(0, 1, b"x" * 20) + _batch(1, 1, b"b" * 30),
+                           2: _batch(0, 1, b"a" * 20)})
+    problems = drill.compare_replica_logs(tmp_path, 1, {f"{t}-0": 0 for t in drill.TOPICS})
+    assert problems == [f"{t}-0: broker 1's log ({2 * 12 + 4 + 20 + 4 + 30} B) is not a prefix of leader 0's (36 B)"
+                        for t in drill.TOPICS]
