@@ -1,11 +1,14 @@
-"""The peer-suite runner's bookkeeping: outcomes from JUnit XML and from verbose logs, failures
-told from flakes across runs, the minimal broker properties, and the cluster's peak memory."""
+"""The peer-suite runner's bookkeeping: outcomes from JUnit XML, from verbose logs and from go
+test's verbose output, failures told from flakes across runs, the minimal broker properties, the
+kgo binary's command line, and the cluster's peak memory and Ray workers."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from tests.waiting import wait_until
-from tools.run_peer_suites import PeakSampler, SuiteResult, outcomes, outcomes_from_log, write_properties
+from tools.run_peer_suites import (PeakSampler, SuiteResult, go_duration, go_panic, is_ray_worker, kgo_command,
+                                   outcomes, outcomes_from_go_test, outcomes_from_log, ray_workers,
+                                   write_properties)
 
 
 def test_junit_outcomes_by_test_id(tmp_path: Path) -> None:
@@ -66,3 +69,89 @@ def test_peaks_count_the_whole_process_tree_and_keep_the_highest() -> None:
     sampler.sample()
     assert sampler.peak_pss_bytes == with_child   # a peak, not the last sample
     assert sampler.peaks()["peak_load_1m"] >= 0 and sampler.peaks()["peak_pss_mib"] >= 60
+
+
+def test_go_test_outcomes_are_the_top_level_tests(tmp_path: Path) -> None:
+    log = tmp_path / "go-test.log"
+    log.write_text("=== RUN   TestPing\n"
+                   "=== PAUSE TestPing\n"
+                   "=== RUN   TestGroupSimple\n"
+                   "=== PAUSE TestGroupSimple\n"
+                   "=== RUN   TestShareGroup\n"
+                   "=== CONT  TestPing\n"
+                   "=== CONT  TestGroupSimple\n"
+                   "=== RUN   TestGroupSimple/classic\n"
+                   "=== RUN   TestGroupSimple/848\n"
+                   "    consumer_test.go:915: broker does not support KIP-848\n"
+                   "    client_test.go:357: broker does not support share groups\n"
+                   "--- SKIP: TestShareGroup (0.00s)\n"
+                   "--- PASS: TestPing (0.00s)\n"
+                   "=== NAME  TestGroupSimple/classic\n"
+                   "    consumer_test.go:950: unexpected record\n"
+                   "--- FAIL: TestGroupSimple (2.31s)\n"
+                   "    --- SKIP: TestGroupSimple/848 (0.00s)\n"
+                   "    --- FAIL: TestGroupSimple/classic (2.31s)\n"
+                   "=== RUN   TestIssue325\n"
+                   "a line without its newline--- PASS: TestIssue325 (1.02s)\n"
+                   "FAIL\n")
+    assert outcomes_from_go_test(log) == {"TestPing": "passed", "TestGroupSimple": "failed",
+                                          "TestShareGroup": "skipped", "TestIssue325": "passed"}
+    assert go_panic(log) is None
+
+
+def test_go_tests_a_panic_cut_short_are_errors(tmp_path: Path) -> None:
+    log = tmp_path / "go-test.log"
+    log.write_text("=== RUN   TestGroupETL\n"
+                   "=== PAUSE TestGroupETL\n"
+                   "=== RUN   TestIssue337\n"
+                   "=== PAUSE TestIssue337\n"
+                   "=== CONT  TestGroupETL\n"
+                   "=== CONT  TestIssue337\n"
+                   "--- FAIL: TestGroupETL (61.20s)\n"
+                   "panic: duplicate record at offset 12 [recovered]\n"
+                   "\tpanic: duplicate record at offset 12\n"
+                   "goroutine 123 [running]:\n")
+    assert outcomes_from_go_test(log) == {"TestGroupETL": "failed", "TestIssue337": "error"}
+    assert go_panic(log) == "panic: duplicate record at offset 12 [recovered]"
+
+
+def test_the_kgo_command_skips_txn_etl_unless_all_and_keeps_go_durations() -> None:
+    assert go_duration(2400) == "40m" and go_duration(90) == "90s"
+    assert kgo_command(Path("/b/kgo.test"), False, None, 2400) == [
+        "/b/kgo.test", "-test.v", "-test.timeout", "40m", "-test.skip", "^TestTxnEtl$"]
+    assert kgo_command(Path("/b/kgo.test"), True, "^(TestPing)$", 600) == [
+        "/b/kgo.test", "-test.v", "-test.timeout", "10m", "-test.run", "^(TestPing)$"]
+
+
+def test_ray_workers_are_titled_by_ray_and_not_its_agents() -> None:
+    assert is_ray_worker(b"ray::PartitionReplica" + b" " * 40)
+    assert is_ray_worker(b"ray::IDLE\x00")
+    assert is_ray_worker(b"/venv/bin/python\x00-u\x00/venv/lib/ray/_private/workers/default_worker.py\x00--node-ip")
+    assert not is_ray_worker(b"ray::DashboardAgent" + b" " * 40)
+    assert not is_ray_worker(b"ray::RuntimeEnvAgent\x00")
+    assert not is_ray_worker(b"/venv/lib/ray/core/src/ray/raylet/raylet\x00--raylet_socket_name=/tmp/ray/s")
+    assert not is_ray_worker(b"/usr/bin/java\x00-Xmx256m")
+
+
+def test_peak_ray_workers_are_those_of_the_sampled_tree() -> None:
+    import os
+    import subprocess
+
+    # Two processes of this tree titled as Ray titles a worker and an agent.
+    worker = subprocess.Popen(["bash", "-c", "exec -a ray::IDLE sleep 60"])
+    agent = subprocess.Popen(["bash", "-c", "exec -a ray::DashboardAgent sleep 60"])
+    try:
+        sampler = PeakSampler(os.getpid())
+        wait_until(lambda: open(f"/proc/{worker.pid}/cmdline", "rb").read().startswith(b"ray::")
+                   and open(f"/proc/{agent.pid}/cmdline", "rb").read().startswith(b"ray::"),
+                   timeout_s=20, message="the children's titles")
+        assert ray_workers([worker.pid, agent.pid]) == 1
+        sampler.sample()
+        with_worker = sampler.peaks()["peak_ray_workers"]
+        assert with_worker >= 1   # and whatever Ray workers this test process may have below it
+    finally:
+        for child in (worker, agent):
+            child.kill()
+            child.wait()
+    sampler.sample()
+    assert sampler.peaks()["peak_ray_workers"] == with_worker   # a peak, not the last sample
