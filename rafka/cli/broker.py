@@ -5,7 +5,8 @@ operators and fault tests can exercise failover without writing Ray code.
                    removed, so the controller moves leadership away at once.
   stop ID --kill   kill -9 of every process of the broker (coordinator, front end, replicas)
                    at once, as a machine losing power would; the controller learns of the
-                   death from Ray. Prints the pids it killed, once each is confirmed gone.
+                   death from Ray. Prints the pids it killed, once each is confirmed gone (with
+                   --output json, also `killed_at`: when the signals went, Unix seconds).
   start ID         the broker again, on its own data and the port it had, from the config
                    `rafka up` gave it (the run-state file keeps the --config path, the broker
                    count and every broker's port). A killed broker's ZooKeeper registration
@@ -24,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +140,7 @@ def _stop(cluster: Any, namespace: str, args: argparse.Namespace) -> dict:
         raise BrokerCommandError(f"broker {broker_id} is not running")
     if args.kill:
         print(f"killing every process of broker {broker_id} (kill -9)...", file=sys.stderr)
+        killed_at = time.time()
         try:
             pids = cluster.kill_broker(broker_id)
         except LookupError as e:
@@ -150,7 +153,7 @@ def _stop(cluster: Any, namespace: str, args: argparse.Namespace) -> dict:
         print(f"warning: broker {broker_id} is down, but Ray still holds its name after {NAME_RELEASE_WAIT_S:.0f} s; "
               "`rafka broker start` waits for it to let go", file=sys.stderr)
     print(f"broker {broker_id} {'killed' if args.kill else 'stopped'}", file=sys.stderr)
-    return {"pids": pids}
+    return {"pids": pids, "killed_at": round(killed_at, 3)} if args.kill else {"pids": pids}
 
 
 def _start(cluster: Any, namespace: str, args: argparse.Namespace) -> dict:
