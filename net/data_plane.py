@@ -18,7 +18,14 @@ processes taking turns on the cores). Committed batches never change, so such a 
 right while its file does: it is used only by a read at its exact offset, while young, and
 while its path still names the same file (retention, DeleteRecords and compaction swaps
 rename or replace segment files); otherwise, and once the window is used up, the read goes
-to the replica, whose answer opens the next window.
+to the replica, whose answer opens the next window. A window is a copy of the log start offset
+too, so it is also dropped when that moves or the partition's role may have: a DeleteRecords
+sent through the channel (which moves the log start inside a segment, leaving its file as it
+is) forgets every window, any answer reporting a later log start offset raises the floor below
+which no window serves (retention), and the front end forgets a partition's windows whenever
+the broker publishes its replicas anew (LeaderAndIsr, UpdateMetadata, a wake or a rest:
+`forget_windows`). A read below the log start then goes to the
+replica, which answers OFFSET_OUT_OF_RANGE, as Kafka does.
 
 Ray actor calls remain for the rare control-like requests (ListOffsets, DeleteRecords).
 """
@@ -92,6 +99,7 @@ class ReplicaChannel:
         # to the high watermark (`data_channel`'s follow reads), by the offset they read from.
         self._follows: dict[int, PendingRead] = {}
         self._high_watermark, self._log_start_offset = -1, -1
+        self._log_start_floor = -1   # the latest log start offset any answer reported: no window serves below it
 
     def _submit(self, parts: list, decode: Callable[[memoryview], Any], if_lost: Any) -> asyncio.Future:
         """Queue one request (in call order) and return the future of its answer; `if_lost`
@@ -302,6 +310,7 @@ class ReplicaChannel:
         result = dc.decode_fetch_result(body)
         if follow_id and dc.fetch_result_followed(body):
             self._followed(follow_id, result.next_offset, max_bytes)
+        self._log_start_floor = max(self._log_start_floor, result.log_start_offset)
         if result.error is ErrorCode.NONE:
             self._high_watermark, self._log_start_offset = result.high_watermark, result.log_start_offset
         if result.regions and result.committed_end >= 0:
@@ -321,7 +330,8 @@ class ReplicaChannel:
     def _read_window(self, window: _Window, offset: int, max_bytes: int) -> FetchResult | None:
         """The next whole batches of `window` within `max_bytes` (the first one whatever its size,
         Kafka's rule), read here; None when the window is too old or its file was replaced."""
-        if time.monotonic() - window.opened_at > WINDOW_MAX_AGE_S or offset < window.log_start_offset:
+        log_start_offset = max(window.log_start_offset, self._log_start_floor)
+        if time.monotonic() - window.opened_at > WINDOW_MAX_AGE_S or offset < log_start_offset:
             return None
         try:
             fd = os.open(window.path, os.O_RDONLY)
@@ -344,8 +354,12 @@ class ReplicaChannel:
             return None
         region = Region(window.path, window.position, length, window.inode)
         self._open_window(next_offset, replace(window, position=window.position + length))
-        return FetchResult(ErrorCode.NONE, window.high_watermark, window.high_watermark, window.log_start_offset,
+        return FetchResult(ErrorCode.NONE, window.high_watermark, window.high_watermark, log_start_offset,
                            (region,), next_offset, window.end)
+
+    def forget_windows(self) -> None:
+        """Drop every window: the partition's log start or role may have changed meanwhile."""
+        self._windows.clear()
 
     async def offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int) -> tuple[ErrorCode, int, int]:
         """OffsetForLeaderEpoch (a control call: once per leader change): (error, epoch, end offset)."""
@@ -362,8 +376,17 @@ class ReplicaChannel:
 
     def delete_records(self, offset: int) -> Awaitable[DeleteRecordsResult]:
         """Queue a DeleteRecords now, in order with the requests around it (see
-        `encode_delete_records`). A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return self._submit([dc.encode_delete_records(offset)], dc.decode_deleted,
+        `encode_delete_records`). A lost replica answers NOT_LEADER_OR_FOLLOWER. Windows are
+        forgotten now, and the log start it reports raises their floor, so that no read queued
+        after it is served below the new log start offset."""
+        self.forget_windows()
+
+        def deleted(body: memoryview) -> DeleteRecordsResult:
+            result = dc.decode_deleted(body)
+            self.forget_windows()   # (one opened by a read answered before it)
+            self._log_start_floor = max(self._log_start_floor, result.low_watermark)
+            return result
+        return self._submit([dc.encode_delete_records(offset)], deleted,
                             DeleteRecordsResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
     async def drain(self, timeout_s: float) -> bool:

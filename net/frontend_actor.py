@@ -165,8 +165,11 @@ class Frontend:
             tp: channel for tp, channel in current.items() if tp not in only}
         for tp, (actor, socket_path) in wanted.items():
             existing = current.get(tp)
-            channels[tp] = existing if isinstance(existing, ReplicaChannel) and existing.socket_path == socket_path \
-                else ReplicaChannel(actor, socket_path)
+            if isinstance(existing, ReplicaChannel) and existing.socket_path == socket_path:
+                existing.forget_windows()   # (a LeaderAndIsr may have changed what its windows assume)
+                channels[tp] = existing
+            else:
+                channels[tp] = ReplicaChannel(actor, socket_path)
         for tp, closed in (dormant or {}).items():
             existing = current.get(tp)
             if isinstance(existing, DormantChannel) and not existing.ended:

@@ -115,6 +115,59 @@ def test_a_window_of_a_deleted_segment_is_not_used(short_dir):
     run_with_replica(short_dir, scenario)
 
 
+def test_a_fetch_right_after_delete_records_never_returns_a_record_below_the_new_log_start(short_dir):
+    """DeleteRecords moves the log start inside a segment and leaves its file as it is, so the
+    window a consumer's last read opened still names valid bytes: the read at its offset,
+    right after, must still be refused as Kafka refuses it (OFFSET_OUT_OF_RANGE)."""
+    async def scenario(replica, channel):
+        await append(channel, 3)                                  # offsets 0-8, one segment
+        first = await channel.read(0, BATCH_BYTES)                # opens a window at offset 3
+        assert first.next_offset == 3
+        deleted = channel.delete_records(5)
+        after = channel.read(3, BATCH_BYTES)                      # sent right after, not awaited between
+        assert (await deleted).low_watermark == 5
+        result = await after
+        assert (result.error, result.log_start_offset, result.regions) == (ErrorCode.OFFSET_OUT_OF_RANGE, 5, ())
+        assert (await channel.read(6, BATCH_BYTES)).log_start_offset == 5
+    run_with_replica(short_dir, scenario)
+
+
+def test_a_window_opened_before_a_delete_records_it_did_not_see_is_not_served_below_the_log_start(short_dir):
+    """A read answered before the DeleteRecords (queued ahead of it) opens a window with the old
+    log start: the delete's answer forgets it."""
+    async def scenario(replica, channel):
+        await append(channel, 3)
+        first = channel.read(0, BATCH_BYTES)
+        deleted = channel.delete_records(5)
+        assert ((await first).next_offset, (await deleted).low_watermark) == (3, 5)
+        assert (await channel.read(3, BATCH_BYTES)).error is ErrorCode.OFFSET_OUT_OF_RANGE
+    run_with_replica(short_dir, scenario)
+
+
+def test_a_later_log_start_reported_by_any_answer_stops_every_window_below_it(short_dir):
+    """The log start moved without the channel's DeleteRecords (the replica's own, as retention
+    would): once an answer reports it, no window serves below it."""
+    async def scenario(replica, channel):
+        await append(channel, 6)                                  # offsets 0-17
+        await channel.read(0, BATCH_BYTES)                        # a window at 3
+        await channel.read(9, BATCH_BYTES)                        # a window at 12
+        assert (await replica.delete_records(5)).error is ErrorCode.NONE
+        assert (await channel.read(12, BATCH_BYTES)).log_start_offset == 5   # served from its window
+        assert (await channel.read(15, 1)).log_start_offset == 5            # from the replica: it says 5
+        assert (await channel.read(3, BATCH_BYTES)).error is ErrorCode.OFFSET_OUT_OF_RANGE
+    run_with_replica(short_dir, scenario)
+
+
+def test_forgotten_windows_send_reads_to_the_replica(short_dir):
+    async def scenario(replica, channel):
+        await append(channel, 3)
+        await channel.read(0, BATCH_BYTES)
+        await append(channel, 1)
+        channel.forget_windows()
+        assert (await channel.read(3, BATCH_BYTES)).high_watermark == 12   # the replica's, not the window's 9
+    run_with_replica(short_dir, scenario)
+
+
 def test_an_empty_read_parks_until_an_append_while_other_reads_are_answered(short_dir):
     async def scenario(replica, channel):
         await append(channel, 1)
