@@ -32,6 +32,7 @@ the runtime-env agent (the raylet does not run without both).
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import logging
 import os
@@ -167,6 +168,16 @@ def _fits(replacements: list[Replacement]) -> bool:
     return all(r.fits(r.original()) for r in replacements)
 
 
+def hook_checks(hooks: dict[str, list[Replacement]]) -> dict[str, Callable[[], bool]]:
+    """Every hook of `gate.HOOKS` with its own check of Ray's internals: those of `hooks` here,
+    and those that act in other processes (checked here too, so that one warning names them);
+    a hook missing from `hooks` (Ray's modules moved) does not fit."""
+    checks: dict[str, Callable[[], bool]] = {name: functools.partial(_fits, replacements)
+                                             for name, replacements in hooks.items()}
+    checks.update(lean_imports=lean_imports.fits, untraced=untraced.fits)
+    return {name: checks.get(name, lambda: False) for name in gate.HOOKS}
+
+
 @contextlib.contextmanager
 def broker_services_only() -> Iterator[list[str]]:
     """While a private Ray starts in this process: no API server, no autoscaler monitor, a
@@ -174,11 +185,7 @@ def broker_services_only() -> Iterator[list[str]]:
     it fits this Ray (`gate`). Logs one warning naming every hook of `gate.HOOKS` that stands
     down, those of other processes included, and yields their names (empty: all in place)."""
     hooks = node_hooks()
-    checks: dict[str, Callable[[], bool]] = {name: (lambda found=hooks.get(name): bool(found) and _fits(found))
-                                             for name in gate.HOOKS if name not in ("lean_imports", "untraced")}
-    checks["lean_imports"] = lean_imports.fits
-    checks["untraced"] = untraced.fits
-    fallen = gate.stood_down(checks)
+    fallen = gate.stood_down(hook_checks(hooks))
     gate.warn_stood_down(fallen)
     installed = [r for name, replacements in hooks.items() if name not in fallen for r in replacements]
     originals = [(r, r.original()) for r in installed]

@@ -191,3 +191,16 @@ def test_starting_a_private_ray_sets_rafkas_environment_and_joining_one_does_not
     with pytest.raises(RuntimeError, match="must not start Ray"):
         ray_env.start_local_ray()
     assert {k: os.environ.get(k) for k in ray_env.PRIVATE_RAY_ENVIRONMENT} == ray_env.PRIVATE_RAY_ENVIRONMENT
+
+
+def test_a_ray_whose_private_modules_moved_starts_every_service_as_ray_does(monkeypatch, caplog):
+    from rafka.actors.ray_hooks import services
+
+    monkeypatch.setattr(services, "node_hooks", lambda: {})   # `ray._private.node` & co. not found
+    originals = hooked_functions()
+    with caplog.at_level(logging.WARNING, logger=GATE_LOGGER):
+        with broker_services_only() as stood_down:
+            assert stood_down == ["no_api_server", "no_autoscaler_monitor", "minimal_dashboard_agent", "lean_worker",
+                                  "quiet_log_monitor"]
+            assert hooked_functions() == originals
+    assert len(warnings_of(caplog)) == 1
