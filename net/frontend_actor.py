@@ -12,7 +12,7 @@ import logging
 import os
 from typing import Any, AsyncIterator
 
-from rafka.actors.untraced import drop_tracing_wrappers
+from rafka.actors.ray_hooks.untraced import drop_tracing_wrappers
 from rafka.common.collector import freeze_startup_objects, watch_long_collections
 from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.logging_util import Prefixed

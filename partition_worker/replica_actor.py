@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
-from rafka.actors.untraced import drop_tracing_wrappers
+from rafka.actors.ray_hooks.untraced import drop_tracing_wrappers
 from rafka.common.collector import watch_long_collections
 from rafka.common.config import LONG_MAX, LogConfig
 from rafka.common.frames import FramedProtocol

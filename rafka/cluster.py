@@ -4,8 +4,10 @@
         print(cluster.bootstrap_servers)       # 127.0.0.1:9092
 
 With no `zookeeper_connect` it starts a private standalone ZooKeeper in the data dir;
-with no running Ray it starts a private local Ray on 127.0.0.1. Everything it starts,
-`stop()` stops.
+with no running Ray it starts a private local Ray on 127.0.0.1, in the environment rafka gives
+its own Ray (`ray_env.start_local_ray`); a Ray it joins (`ray_address`) keeps its own.
+Everything it starts, `stop()` stops. Importing this module imports no Ray and changes
+nothing in the process: the Ray plumbing below is imported when first used.
 """
 from __future__ import annotations
 
@@ -16,10 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rafka.actors import ray_env  # sets Ray's loopback environment before ray is imported
+from rafka.actors import ray_env   # (imports Ray when `ray_env.ray` is first used)
 from rafka.actors.naming import DEFAULT_NAMESPACE, coordinator_name
-from rafka.actors.actor_lookup import find_actor, named_actor_alive
-from rafka.actors.supervisor import kill_processes, run_on_node, start_service, stop_service
 from rafka.common.config import BrokerConfig
 from rafka.common.types import Endpoint
 
@@ -37,6 +37,7 @@ def start_broker(config: BrokerConfig, namespace: str, node_id: str | None = Non
     Kafka would refuse. broker.id=-1: the broker's id is resolved first, on its node
     (`resolve_broker_id`), and its actors are named by that."""
     from rafka.actors.ray_env import current_node_id
+    from rafka.actors.supervisor import start_service
     from rafka.coordinator.coordinator_actor import BrokerCoordinator
 
     node = node_id or current_node_id()
@@ -52,6 +53,7 @@ def resolve_broker_id(config: BrokerConfig, node_id: str, timeout_s: float = 60.
     """The id a broker of `config` (broker.id=-1) starts under: the one in its log dirs'
     meta.properties, else a new one from ZooKeeper (Kafka's getOrGenerateBrokerId). Runs as a
     Ray task on `node_id`, where the log dirs are; StartupError when it cannot be had."""
+    from rafka.actors.supervisor import run_on_node
     from rafka.coordinator.broker import broker_id
 
     return run_on_node(broker_id.resolve_broker_id, config, node_id=node_id, label="broker.id resolution",
@@ -60,11 +62,15 @@ def resolve_broker_id(config: BrokerConfig, node_id: str, timeout_s: float = 60.
 
 def find_broker(namespace: str, broker_id: int) -> Any | None:
     """The running coordinator actor of `broker_id`, or None (`find_actor`)."""
+    from rafka.actors.actor_lookup import find_actor
+
     return find_actor(coordinator_name(broker_id), namespace)
 
 
 def broker_running(namespace: str, broker_id: int, timeout_s: float = 10.0) -> bool:
     """Whether `broker_id`'s coordinator exists and is not dead (`named_actor_alive`)."""
+    from rafka.actors.actor_lookup import named_actor_alive
+
     return named_actor_alive(coordinator_name(broker_id), namespace, timeout_s)
 
 
@@ -87,6 +93,8 @@ def kill_broker(namespace: str, broker_id: int, timeout_s: float = 30.0) -> dict
     its own after zookeeper.session.timeout.ms. Returns the pids killed, by actor name, once
     each is gone (`kill_processes`); LookupError when the broker does not run,
     ProcessesSurvivedError when one of its processes outlived the kill."""
+    from rafka.actors.supervisor import kill_processes
+
     actor = find_broker(namespace, broker_id)
     if actor is None:
         raise LookupError(f"broker {broker_id} is not running")
@@ -117,7 +125,7 @@ def broker_status(namespace: str, broker_ids: list[int], timeout_s: float = 10.0
     out: dict[int, dict] = {}
     for broker_id in broker_ids:
         try:
-            actor = find_actor(coordinator_name(broker_id), namespace)
+            actor = find_broker(namespace, broker_id)
             if actor is None:
                 out[broker_id] = {"broker_id": broker_id, "error": "not running"}
                 continue
@@ -159,7 +167,7 @@ class Cluster:
         started = time.monotonic()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         zk_connect = self._base.zookeeper_connect or self._start_zookeeper()
-        if not ray_env.ray.is_initialized():
+        if not ray_env.ray_initialized():
             if self._ray_address:
                 ray_env.join_ray(self._ray_address, self.namespace)
             else:
@@ -232,8 +240,10 @@ class Cluster:
     def stop_broker(self, broker_id: int) -> None:
         """Clean stop of one broker (replicas flushed and closed, registration removed). The
         broker is found by name, so one restarted by another driver (`rafka broker start`) stops too."""
+        from rafka.actors.supervisor import stop_service
+
         handle = self.brokers.pop(broker_id, None)
-        actor = find_broker(self.namespace, broker_id) if ray_env.ray.is_initialized() else None
+        actor = find_broker(self.namespace, broker_id) if ray_env.ray_initialized() else None
         if actor is None and handle is not None:
             actor = handle.actor
         if actor is not None:

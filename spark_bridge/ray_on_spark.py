@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from rafka.actors import ray_env  # sets Ray's environment before ray is imported
+from rafka.actors import ray_env
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ def start_cluster_on_spark(spark: Any, brokers: int = 1, *, data_dir: str | Path
     """Start Ray on `spark`'s cluster (`ray.util.spark.setup_ray_cluster`, which uses the
     active SparkSession, with `setup_options` over small-cluster defaults) and `brokers`
     rafka brokers on it. Everything started is stopped again if a step fails."""
+    ray_env.use_private_ray_environment()   # a Ray rafka starts: its processes inherit rafka's settings
     from ray.util.spark import setup_ray_cluster, shutdown_ray_cluster
 
     from rafka.cluster import Cluster

@@ -9,7 +9,8 @@ import logging
 import os
 import sys
 
-from rafka.actors.lean_imports import lean_ray_imports
+from rafka.actors.ray_env import use_private_ray_environment
+from rafka.actors.ray_hooks.lean_imports import lean_ray_imports
 from rafka.cli import broker, down, dump_log, groups, leader_election, log_dirs, status, topics, up
 
 COMMANDS = {"up": up, "down": down, "status": status, "broker": broker, "dump-log": dump_log,
@@ -41,6 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     level = args.log_level or os.environ.get("RAFKA_LOG_LEVEL") or "WARNING"
     logging.basicConfig(level=getattr(logging, level.upper(), logging.WARNING),
                         format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+    if not getattr(args, "ray_address", None):
+        # rafka's own Ray, started here (`up`) or joined on loopback (every other command, through
+        # the run state): its environment before anything imports Ray, which reads
+        # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER at import (without it, a join of 127.0.0.1 goes to the
+        # machine's address). `up --ray-address` joins a user's Ray, which keeps its environment.
+        use_private_ray_environment()
     lean_ray_imports()   # (before any command imports Ray: ~0.7 s less to connect to it)
     return COMMANDS[args.command].run(args)
 

@@ -266,39 +266,51 @@ _BY_NAME = {key.name: key for key in BROKER_KEYS}
 _BY_TOPIC_NAME = {key.topic_name: key for key in BROKER_KEYS if key.topic_name}
 
 
+def _default(name: str) -> Any:
+    """The default of broker key `name` in `BROKER_KEYS`: the dataclasses below take their
+    defaults from the table, so a default is written once (KeyError for a name not in it)."""
+    return _BY_NAME[name].default
+
+
+def _topic_default(topic_name: str) -> Any:
+    """The default of the topic config `topic_name` (`segment.bytes`): its broker key's."""
+    return _BY_TOPIC_NAME[topic_name].default
+
+
 @dataclass(frozen=True)
 class LogConfig:
-    """Per-topic log settings (topic names), resolved against the broker defaults."""
+    """Per-topic log settings (topic names), resolved against the broker defaults; each
+    default is its broker key's in `BROKER_KEYS`."""
 
-    segment_bytes: int = 1 << 30
-    segment_ms: int = 7 * 24 * 3600 * 1000
-    segment_jitter_ms: int = 0
-    index_interval_bytes: int = 4096
-    segment_index_bytes: int = 10485760
-    max_message_bytes: int = 1048588
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    retention_ms: int = 7 * 24 * 3600 * 1000
-    retention_bytes: int = -1
-    file_delete_delay_ms: int = 60_000
-    cleanup_policy: tuple[str, ...] = ("delete",)
-    delete_retention_ms: int = 86_400_000
-    min_cleanable_dirty_ratio: float = 0.5
-    min_compaction_lag_ms: int = 0
-    max_compaction_lag_ms: int = LONG_MAX
-    message_timestamp_type: str = "CreateTime"
-    message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = LONG_MAX
-    preallocate: bool = False
-    unclean_leader_election_enable: bool = False
-    min_insync_replicas: int = 1
+    segment_bytes: int = _topic_default("segment.bytes")
+    segment_ms: int = _topic_default("segment.ms")
+    segment_jitter_ms: int = _topic_default("segment.jitter.ms")
+    index_interval_bytes: int = _topic_default("index.interval.bytes")
+    segment_index_bytes: int = _topic_default("segment.index.bytes")
+    max_message_bytes: int = _topic_default("max.message.bytes")
+    flush_messages: int = _topic_default("flush.messages")
+    flush_ms: int = _topic_default("flush.ms")
+    retention_ms: int = _topic_default("retention.ms")
+    retention_bytes: int = _topic_default("retention.bytes")
+    file_delete_delay_ms: int = _topic_default("file.delete.delay.ms")
+    cleanup_policy: tuple[str, ...] = _topic_default("cleanup.policy")
+    delete_retention_ms: int = _topic_default("delete.retention.ms")
+    min_cleanable_dirty_ratio: float = _topic_default("min.cleanable.dirty.ratio")
+    min_compaction_lag_ms: int = _topic_default("min.compaction.lag.ms")
+    max_compaction_lag_ms: int = _topic_default("max.compaction.lag.ms")
+    message_timestamp_type: str = _topic_default("message.timestamp.type")
+    message_timestamp_before_max_ms: int = _topic_default("message.timestamp.before.max.ms")
+    message_timestamp_after_max_ms: int = _topic_default("message.timestamp.after.max.ms")
+    preallocate: bool = _topic_default("preallocate")
+    unclean_leader_election_enable: bool = _topic_default("unclean.leader.election.enable")
+    min_insync_replicas: int = _topic_default("min.insync.replicas")
     # Broker-wide, not topic configs: carried here because the partition replica applies them.
-    producer_id_expiration_ms: int = 86_400_000
-    producer_id_expiration_check_interval_ms: int = 600_000
-    retention_check_interval_ms: int = 300_000
-    flush_scheduler_interval_ms: int = LONG_MAX
-    replica_lag_time_max_ms: int = 30000
-    replica_dormant_after_ms: int = 300_000
+    producer_id_expiration_ms: int = _default("producer.id.expiration.ms")
+    producer_id_expiration_check_interval_ms: int = _default("producer.id.expiration.check.interval.ms")
+    retention_check_interval_ms: int = _default("log.retention.check.interval.ms")
+    flush_scheduler_interval_ms: int = _default("log.flush.scheduler.interval.ms")
+    replica_lag_time_max_ms: int = _default("replica.lag.time.max.ms")
+    replica_dormant_after_ms: int = _default("replica.dormant.after.ms")
 
     @property
     def compact(self) -> bool:
@@ -335,85 +347,86 @@ KNOWN_TOPIC_CONFIGS = frozenset({
 
 @dataclass(frozen=True)
 class BrokerConfig:
-    """A broker's configuration (Kafka's names with `_` for `.`). `from_mapping` refuses what
-    Kafka's config parsing would (InvalidConfigError)."""
+    """A broker's configuration (Kafka's names with `_` for `.`), each default the one of its
+    key in `BROKER_KEYS` (broker.id aside, below). `from_mapping` refuses what Kafka's config
+    parsing would (InvalidConfigError)."""
 
     # rafka's default, not Kafka's -1: `rafka up` and `Cluster` number the brokers they start
     # from 0 when no broker.id is given. broker.id=-1 asks for Kafka's: the id in the log dirs'
     # meta.properties, else a new one from ZooKeeper (rafka.coordinator.broker.broker_id).
     broker_id: int = 0
-    broker_id_generation_enable: bool = True
-    reserved_broker_max_id: int = 1000
-    listeners: tuple[str, ...] = ("PLAINTEXT://127.0.0.1:9092",)
-    advertised_listeners: tuple[str, ...] = ()
-    log_dirs: tuple[str, ...] = ("/tmp/kafka-logs",)
-    zookeeper_connect: str = ""
-    zookeeper_session_timeout_ms: int = 18000
-    num_partitions: int = 1
-    default_replication_factor: int = 1
-    auto_create_topics_enable: bool = True
-    message_max_bytes: int = 1048588
-    log_segment_bytes: int = 1 << 30
-    log_index_interval_bytes: int = 4096
-    log_index_size_max_bytes: int = 10485760
-    log_flush_interval_messages: int = LONG_MAX
-    log_flush_interval_ms: int = LONG_MAX
-    log_flush_scheduler_interval_ms: int = LONG_MAX
-    log_flush_offset_checkpoint_interval_ms: int = 60_000
-    log_flush_start_offset_checkpoint_interval_ms: int = 60_000
-    log_roll_ms: int = 7 * 24 * 3600 * 1000
-    log_roll_jitter_ms: int = 0
-    log_retention_ms: int = 7 * 24 * 3600 * 1000
-    log_retention_bytes: int = -1
-    log_retention_check_interval_ms: int = 300_000
-    log_segment_delete_delay_ms: int = 60_000
-    log_cleanup_policy: tuple[str, ...] = ("delete",)
-    log_cleaner_enable: bool = True
-    log_cleaner_threads: int = 1
-    log_cleaner_dedupe_buffer_size: int = 134_217_728
-    log_cleaner_io_buffer_size: int = 524_288
-    log_cleaner_backoff_ms: int = 15_000
-    log_cleaner_delete_retention_ms: int = 86_400_000
-    log_cleaner_min_cleanable_ratio: float = 0.5
-    log_cleaner_min_compaction_lag_ms: int = 0
-    log_cleaner_max_compaction_lag_ms: int = LONG_MAX
-    log_message_timestamp_type: str = "CreateTime"
-    log_message_timestamp_before_max_ms: int = LONG_MAX
-    log_message_timestamp_after_max_ms: int = LONG_MAX
-    log_preallocate: bool = False
-    unclean_leader_election_enable: bool = False
-    auto_leader_rebalance_enable: bool = True
-    leader_imbalance_check_interval_seconds: int = 300
-    leader_imbalance_per_broker_percentage: int = 10
-    min_insync_replicas: int = 1
-    replica_lag_time_max_ms: int = 30000
-    replica_dormant_after_ms: int = 300_000
-    replica_spare_processes: int = 4
-    replica_max_live_processes: int = 128
-    replica_alter_log_dirs_io_max_bytes_per_second: int = LONG_MAX
-    producer_id_expiration_ms: int = 86_400_000
-    producer_id_expiration_check_interval_ms: int = 600_000
-    transactional_id_expiration_ms: int = 604_800_000
-    offsets_topic_num_partitions: int = 8
-    offsets_topic_replication_factor: int = 3
-    offsets_topic_segment_bytes: int = 104_857_600
-    offsets_retention_minutes: int = 10_080
-    offsets_retention_check_interval_ms: int = 600_000
-    offsets_commit_timeout_ms: int = 5000
-    offset_metadata_max_bytes: int = 4096
-    group_min_session_timeout_ms: int = 6000
-    group_max_session_timeout_ms: int = 1_800_000
-    group_initial_rebalance_delay_ms: int = 3000
-    group_max_size: int = 2_147_483_647
-    socket_request_max_bytes: int = 104_857_600
-    queued_max_requests: int = 500
-    queued_max_request_bytes: int = 104_857_600
-    max_connections: int = INT_MAX
-    max_connections_per_ip: int = INT_MAX
-    max_connections_per_ip_overrides: str = ""
-    connections_max_idle_ms: int = 600_000
-    rack: str = ""
-    broker_rack: str = ""
+    broker_id_generation_enable: bool = _default("broker.id.generation.enable")
+    reserved_broker_max_id: int = _default("reserved.broker.max.id")
+    listeners: tuple[str, ...] = _default("listeners")
+    advertised_listeners: tuple[str, ...] = _default("advertised.listeners")
+    log_dirs: tuple[str, ...] = _default("log.dirs")
+    zookeeper_connect: str = _default("zookeeper.connect")
+    zookeeper_session_timeout_ms: int = _default("zookeeper.session.timeout.ms")
+    num_partitions: int = _default("num.partitions")
+    default_replication_factor: int = _default("default.replication.factor")
+    auto_create_topics_enable: bool = _default("auto.create.topics.enable")
+    message_max_bytes: int = _default("message.max.bytes")
+    log_segment_bytes: int = _default("log.segment.bytes")
+    log_index_interval_bytes: int = _default("log.index.interval.bytes")
+    log_index_size_max_bytes: int = _default("log.index.size.max.bytes")
+    log_flush_interval_messages: int = _default("log.flush.interval.messages")
+    log_flush_interval_ms: int = _default("log.flush.interval.ms")
+    log_flush_scheduler_interval_ms: int = _default("log.flush.scheduler.interval.ms")
+    log_flush_offset_checkpoint_interval_ms: int = _default("log.flush.offset.checkpoint.interval.ms")
+    log_flush_start_offset_checkpoint_interval_ms: int = _default("log.flush.start.offset.checkpoint.interval.ms")
+    log_roll_ms: int = _default("log.roll.ms")
+    log_roll_jitter_ms: int = _default("log.roll.jitter.ms")
+    log_retention_ms: int = _default("log.retention.ms")
+    log_retention_bytes: int = _default("log.retention.bytes")
+    log_retention_check_interval_ms: int = _default("log.retention.check.interval.ms")
+    log_segment_delete_delay_ms: int = _default("log.segment.delete.delay.ms")
+    log_cleanup_policy: tuple[str, ...] = _default("log.cleanup.policy")
+    log_cleaner_enable: bool = _default("log.cleaner.enable")
+    log_cleaner_threads: int = _default("log.cleaner.threads")
+    log_cleaner_dedupe_buffer_size: int = _default("log.cleaner.dedupe.buffer.size")
+    log_cleaner_io_buffer_size: int = _default("log.cleaner.io.buffer.size")
+    log_cleaner_backoff_ms: int = _default("log.cleaner.backoff.ms")
+    log_cleaner_delete_retention_ms: int = _default("log.cleaner.delete.retention.ms")
+    log_cleaner_min_cleanable_ratio: float = _default("log.cleaner.min.cleanable.ratio")
+    log_cleaner_min_compaction_lag_ms: int = _default("log.cleaner.min.compaction.lag.ms")
+    log_cleaner_max_compaction_lag_ms: int = _default("log.cleaner.max.compaction.lag.ms")
+    log_message_timestamp_type: str = _default("log.message.timestamp.type")
+    log_message_timestamp_before_max_ms: int = _default("log.message.timestamp.before.max.ms")
+    log_message_timestamp_after_max_ms: int = _default("log.message.timestamp.after.max.ms")
+    log_preallocate: bool = _default("log.preallocate")
+    unclean_leader_election_enable: bool = _default("unclean.leader.election.enable")
+    auto_leader_rebalance_enable: bool = _default("auto.leader.rebalance.enable")
+    leader_imbalance_check_interval_seconds: int = _default("leader.imbalance.check.interval.seconds")
+    leader_imbalance_per_broker_percentage: int = _default("leader.imbalance.per.broker.percentage")
+    min_insync_replicas: int = _default("min.insync.replicas")
+    replica_lag_time_max_ms: int = _default("replica.lag.time.max.ms")
+    replica_dormant_after_ms: int = _default("replica.dormant.after.ms")
+    replica_spare_processes: int = _default("replica.spare.processes")
+    replica_max_live_processes: int = _default("replica.max.live.processes")
+    replica_alter_log_dirs_io_max_bytes_per_second: int = _default("replica.alter.log.dirs.io.max.bytes.per.second")
+    producer_id_expiration_ms: int = _default("producer.id.expiration.ms")
+    producer_id_expiration_check_interval_ms: int = _default("producer.id.expiration.check.interval.ms")
+    transactional_id_expiration_ms: int = _default("transactional.id.expiration.ms")
+    offsets_topic_num_partitions: int = _default("offsets.topic.num.partitions")
+    offsets_topic_replication_factor: int = _default("offsets.topic.replication.factor")
+    offsets_topic_segment_bytes: int = _default("offsets.topic.segment.bytes")
+    offsets_retention_minutes: int = _default("offsets.retention.minutes")
+    offsets_retention_check_interval_ms: int = _default("offsets.retention.check.interval.ms")
+    offsets_commit_timeout_ms: int = _default("offsets.commit.timeout.ms")
+    offset_metadata_max_bytes: int = _default("offset.metadata.max.bytes")
+    group_min_session_timeout_ms: int = _default("group.min.session.timeout.ms")
+    group_max_session_timeout_ms: int = _default("group.max.session.timeout.ms")
+    group_initial_rebalance_delay_ms: int = _default("group.initial.rebalance.delay.ms")
+    group_max_size: int = _default("group.max.size")
+    socket_request_max_bytes: int = _default("socket.request.max.bytes")
+    queued_max_requests: int = _default("queued.max.requests")
+    queued_max_request_bytes: int = _default("queued.max.request.bytes")
+    max_connections: int = _default("max.connections")
+    max_connections_per_ip: int = _default("max.connections.per.ip")
+    max_connections_per_ip_overrides: str = _default("max.connections.per.ip.overrides")
+    connections_max_idle_ms: int = _default("connections.max.idle.ms")
+    rack: str = _default("rack")
+    broker_rack: str = _default("broker.rack")
     unused: tuple[str, ...] = field(default=(), compare=False)
     # The known keys as the properties gave them (name, text), coarse units included: DescribeConfigs
     # reports these as STATIC_BROKER_CONFIG even where the value is Kafka's default.

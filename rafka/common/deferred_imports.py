@@ -8,7 +8,7 @@ before it serves: a third of the start of every replica, and so of the first pro
 dormant partition. `defer` puts a stand-in in `sys.modules` for each: `import requests` binds
 the stand-in, and the first attribute read imports the real module and answers from it.
 
-Only for processes rafka starts itself (`rafka.actors.lean_imports` says which): a library must
+Only for processes rafka starts itself (`rafka.actors.ray_hooks.lean_imports` says which): a library must
 not change what `import` means in its user's program.
 """
 from __future__ import annotations

@@ -73,7 +73,7 @@ def up_detached(tmp_path: Path) -> tuple[str, str, int, Processes, str]:
               if any(script in cmdline(p) for script in ("ray/dashboard/dashboard.py", "autoscaler/_private/monitor.py"))]
     assert not unused, f"Ray's API server and autoscaler monitor are not started for a broker: {unused}"
     raylet = next(cmdline(p) for p in session if "--session_dir=" in cmdline(p))
-    assert "rafka.actors.minimal_dashboard_agent" in raylet, "the dashboard agent runs without modules"
+    assert "rafka.actors.ray_hooks.minimal_dashboard_agent" in raylet, "the dashboard agent runs without modules"
     assert "lean_worker.py" in raylet and "default_worker.py" not in raylet, "workers start lean"
     actors = [p for p in session if cmdline(p).split(" ")[0] in ("ray::Frontend", "ray::BrokerCoordinator")]
     assert len(actors) == 2

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 
-import rafka.actors.ray_env  # noqa: F401 - Ray's environment before ray is imported
 import pytest
 from ray.exceptions import ActorDiedError
 

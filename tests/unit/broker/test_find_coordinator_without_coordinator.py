@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import rafka.actors.ray_env  # noqa: F401 - Ray's environment before ray is imported
 from ray.exceptions import ActorDiedError
 
 from rafka.common.errors import ErrorCode

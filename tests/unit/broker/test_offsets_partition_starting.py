@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-import rafka.actors.ray_env  # noqa: F401 - Ray's environment before ray is imported
 
 from rafka.common.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
 from rafka.common.types import TopicPartition

@@ -11,11 +11,11 @@ import sys
 
 import pytest
 
-from rafka.actors import lean_imports
+from rafka.actors.ray_hooks import lean_imports
 
 PROBE = r"""
 import json, sys
-from rafka.actors.lean_imports import lean_ray_imports
+from rafka.actors.ray_hooks.lean_imports import lean_ray_imports
 lean_ray_imports()
 import ray
 from ray._private.serialization import SerializationContext
@@ -30,7 +30,8 @@ def loaded(names):
 
 from ray.util import serialization_addons
 serialization_addons.apply(Context())
-report = {"replaced": serialization_addons.apply.__module__,
+from rafka.actors.ray_hooks.lean_imports import fits
+report = {"replaced": serialization_addons.apply.__module__, "fits_once_replaced": fits(),
           "at_start": loaded(["pyarrow", "pydantic", "numpy", "requests", "jsonschema", "yaml"])}
 import pyarrow as pa
 table = pa.table({"a": list(range(100000))}).slice(0, 10)
@@ -51,7 +52,8 @@ def test_ray_imports_lean_and_registers_its_serializers_when_their_libraries_arr
     run = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])
-    assert report["replaced"] == "rafka.actors.lean_imports"
+    assert report["replaced"] == "rafka.actors.ray_hooks.lean_imports"
+    assert report["fits_once_replaced"]   # (a private Ray's start in this process does not report it down)
     assert report["at_start"] == []
     assert report["arrow_reducer"] and report["slice_bytes"] < 10_000   # Ray's reducer: not the whole 800 kB buffer
     assert report["pydantic_fields"]

@@ -2,11 +2,10 @@
 while tracing is off; nothing changes while it is on, or for a class Ray never wrapped."""
 from __future__ import annotations
 
-import rafka.actors.ray_env  # noqa: F401 - before ray
 import ray
 from ray.util.tracing import tracing_helper
 
-from rafka.actors.untraced import drop_tracing_wrappers
+from rafka.actors.ray_hooks.untraced import drop_tracing_wrappers
 
 
 class Counter:

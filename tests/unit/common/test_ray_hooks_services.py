@@ -1,7 +1,8 @@
-"""`broker_services_only`: Ray's six hooks are replaced only while a private Ray starts, and
-left alone when this Ray lacks one of them; the dashboard agent's wrapper hides the dashboard's
-optional dependencies from the agent it runs. No Ray is started here (the cluster tests check
-the processes a `rafka up` runs)."""
+"""`broker_services_only`: Ray's six functions are replaced only while a private Ray starts, and
+a hook whose Ray function is missing or differs stands down alone; the dashboard agent's wrapper
+hides the dashboard's optional dependencies from the agent it runs; the lean worker runs the
+worker Ray named. No Ray is started here (the cluster tests check the processes a `rafka up`
+runs; `test_ray_hooks_gate` the gate)."""
 from __future__ import annotations
 
 import os
@@ -12,8 +13,9 @@ from ray._private import node as ray_node
 from ray._private import services as ray_services_commands
 from ray._private import utils as ray_utils
 
-from rafka.actors import ray_services
-from rafka.actors.ray_services import broker_services_only
+from rafka.actors.ray_hooks import lean_worker
+from rafka.actors.ray_hooks import services as ray_services
+from rafka.actors.ray_hooks.services import broker_services_only
 
 
 class FakeNode:
@@ -24,8 +26,8 @@ class FakeNode:
 def test_the_hooks_are_replaced_while_ray_starts_and_restored_after():
     originals = (ray_node.Node.start_api_server, ray_node.Node.start_monitor,
                  ray_utils.get_dashboard_dependency_error)
-    with broker_services_only() as replaced:
-        assert replaced
+    with broker_services_only() as stood_down:
+        assert stood_down == []
         node = FakeNode()
         ray_node.Node.start_api_server(node, include_dashboard=False, raise_on_failure=False)
         assert node._webui_url is None                       # no dashboard URL to advertise
@@ -33,7 +35,7 @@ def test_the_hooks_are_replaced_while_ray_starts_and_restored_after():
         assert isinstance(ray_utils.get_dashboard_dependency_error(), ImportError)   # agent --minimal
         build = ray_services_commands._build_python_executable_command_memory_profileable
         assert build("dashboard_agent", "/tmp/session") == [
-            sys.executable, "-u", "-m", "rafka.actors.minimal_dashboard_agent"]
+            sys.executable, "-u", "-m", "rafka.actors.ray_hooks.minimal_dashboard_agent"]
         assert build("log_monitor", "/tmp/session") == [sys.executable, "-u"]   # the others as Ray builds them
     assert (ray_node.Node.start_api_server, ray_node.Node.start_monitor,
             ray_utils.get_dashboard_dependency_error) == originals
@@ -56,7 +58,7 @@ def test_the_agent_wrapper_runs_the_script_with_its_arguments_and_without_the_op
         "    print('imported', sys.argv[1:])\n"
         "except ImportError:\n"
         "    print('missing', sys.argv[1:])\n")
-    run = subprocess.run([sys.executable, "-m", "rafka.actors.minimal_dashboard_agent", str(script), "--node-id=7"],
+    run = subprocess.run([sys.executable, "-m", ray_services.MINIMAL_DASHBOARD_AGENT, str(script), "--node-id=7"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "missing ['--node-id=7']"
@@ -74,50 +76,61 @@ def test_the_hooks_are_restored_when_ray_fails_to_start():
     assert ray_node.Node.start_api_server is original
 
 
-def test_a_ray_without_one_hook_starts_as_usual(monkeypatch):
+def test_a_ray_without_one_hooked_function_starts_that_part_as_usual(monkeypatch):
     monkeypatch.delattr(ray_node.Node, "start_monitor")
     original = ray_node.Node.start_api_server
-    with broker_services_only() as replaced:
-        assert not replaced
-        assert ray_node.Node.start_api_server is original
-        assert ray_utils.get_dashboard_dependency_error is not ray_services._no_dashboard_dependencies
+    with broker_services_only() as stood_down:
+        assert stood_down == ["no_autoscaler_monitor"]
+        assert not hasattr(ray_node.Node, "start_monitor")
+        assert ray_node.Node.start_api_server is not original   # the other hooks are in place
+    assert ray_node.Node.start_api_server is original
 
 
-def test_the_raylet_starts_its_python_workers_through_the_lean_worker(monkeypatch):
-    """Ray's `default_worker.py` becomes `lean_worker.py` in the raylet's start; another worker
-    path (a Ray started for something else) is passed on as given."""
+def test_the_raylet_starts_its_python_workers_through_a_lean_worker_running_the_worker_ray_named(
+        monkeypatch, tmp_path):
+    """Ray's `default_worker.py` becomes a script in the session directory that runs that very
+    file; another worker path (a Ray started for something else) is passed on as given."""
     started: list[dict] = []
 
-    def start_raylet(redis_address, gcs_address, worker_path, setup_worker_path, use_valgrind=False):
+    def start_raylet(redis_address, gcs_address, worker_path, setup_worker_path, session_dir, use_valgrind=False):
         started.append({"worker_path": worker_path, "setup": setup_worker_path, "valgrind": use_valgrind})
         return "process info"
 
     monkeypatch.setattr(ray_services_commands, "start_raylet", start_raylet)
-    default = "/site-packages/ray/_private/workers/default_worker.py"
-    with broker_services_only() as replaced:
-        assert replaced
-        assert ray_services_commands.start_raylet("r", "g", default, "/setup_worker.py", use_valgrind=True) == "process info"
-        ray_services_commands.start_raylet("r", "g", worker_path="/my/worker.py", setup_worker_path="/s.py")
+    default = "/elsewhere/ray/_private/workers/default_worker.py"   # not where this Ray has it: used as given
+    with broker_services_only() as stood_down:
+        assert stood_down == []
+        assert ray_services_commands.start_raylet("r", "g", default, "/setup_worker.py", str(tmp_path),
+                                                  use_valgrind=True) == "process info"
+        ray_services_commands.start_raylet("r", "g", worker_path="/my/worker.py", setup_worker_path="/s.py",
+                                           session_dir=str(tmp_path))
     assert ray_services_commands.start_raylet is start_raylet
-    assert started == [{"worker_path": ray_services.LEAN_WORKER, "setup": "/setup_worker.py", "valgrind": True},
+    script = tmp_path / lean_worker.SCRIPT_NAME
+    assert started == [{"worker_path": str(script), "setup": "/setup_worker.py", "valgrind": True},
                        {"worker_path": "/my/worker.py", "setup": "/s.py", "valgrind": False}]
-    assert ray_services.LEAN_WORKER.endswith("lean_worker.py") and os.path.isfile(ray_services.LEAN_WORKER)
+    assert repr(default) in script.read_text()
 
 
-def test_the_lean_worker_finds_rays_worker_without_importing_ray():
-    run = subprocess.run([sys.executable, "-c",
-                          "import sys\nfrom rafka.actors.lean_worker import ray_default_worker\n"
-                          "print(ray_default_worker(), 'ray' in sys.modules)"],
-                         capture_output=True, text=True, timeout=60)
-    path, imported = run.stdout.split()
-    assert os.path.isfile(path) and path.endswith(os.path.join("_private", "workers", "default_worker.py"))
-    assert imported == "False"
+def test_the_lean_worker_script_runs_the_worker_it_names_as_python_would(tmp_path):
+    worker = tmp_path / "workers" / "default_worker.py"
+    worker.parent.mkdir()
+    worker.write_text("import sys\nprint(__name__, sys.argv, sys.path[0] == %r, 'ray' in sys.modules)\n"
+                      % str(worker.parent))
+    script = lean_worker.write_script(str(worker), str(tmp_path))
+    run = subprocess.run([sys.executable, script, "--node-ip-address=127.0.0.1"], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["__main__", f"['{worker}',", "'--node-ip-address=127.0.0.1']", "True", "False"]
 
 
 def test_a_raylet_start_without_a_worker_path_leaves_ray_as_it_is(monkeypatch):
-    monkeypatch.setattr(ray_services_commands, "start_raylet", lambda redis_address, gcs_address: None)
-    with broker_services_only() as replaced:
-        assert not replaced
+    def start_raylet(redis_address, gcs_address):
+        return None
+
+    monkeypatch.setattr(ray_services_commands, "start_raylet", start_raylet)
+    with broker_services_only() as stood_down:
+        assert stood_down == ["lean_worker"]
+        assert ray_services_commands.start_raylet is start_raylet
 
 
 def test_the_log_monitor_starts_through_the_quiet_wrapper_and_nothing_else_does(monkeypatch):
@@ -133,7 +146,7 @@ def test_the_log_monitor_starts_through_the_quiet_wrapper_and_nothing_else_does(
         ray_services_commands.start_ray_process([sys.executable, "-u", "/x/gcs.py"], "gcs_server", True)
         ray_services_commands.start_ray_process(["valgrind", *monitor], "log_monitor", True)
     assert started == [
-        ([sys.executable, "-u", "-m", "rafka.actors.quiet_log_monitor", *monitor[2:]], "log_monitor"),
+        ([sys.executable, "-u", "-m", ray_services.QUIET_LOG_MONITOR, *monitor[2:]], "log_monitor"),
         ([sys.executable, "-u", "/x/gcs.py"], "gcs_server"),
         (["valgrind", *monitor], "log_monitor")]
 
@@ -141,7 +154,7 @@ def test_the_log_monitor_starts_through_the_quiet_wrapper_and_nothing_else_does(
 def test_the_quiet_log_monitor_changes_rays_idle_poll_only_and_runs_the_script_as_main(tmp_path):
     from ray._private import log_monitor
 
-    from rafka.actors.quiet_log_monitor import IDLE_POLL_S, quieter
+    from rafka.actors.ray_hooks.quiet_log_monitor import IDLE_POLL_S, quieter
 
     with open(log_monitor.__file__, encoding="utf-8") as f:
         rays = f.read()
@@ -152,7 +165,7 @@ def test_the_quiet_log_monitor_changes_rays_idle_poll_only_and_runs_the_script_a
     assert quieter("time.sleep(0.1)\ntime.sleep(0.1)\n") == "time.sleep(0.1)\ntime.sleep(0.1)\n"   # not Ray's: as is
     script = tmp_path / "log_monitor.py"
     script.write_text("import sys, time\nprint(__name__, sys.argv[1:], sys.path[0] == %r)\n" % str(tmp_path))
-    run = subprocess.run([sys.executable, "-u", "-m", "rafka.actors.quiet_log_monitor", str(script), "--logs-dir=/l"],
+    run = subprocess.run([sys.executable, "-u", "-m", ray_services.QUIET_LOG_MONITOR, str(script), "--logs-dir=/l"],
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "__main__ ['--logs-dir=/l'] True"

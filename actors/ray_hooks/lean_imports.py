@@ -6,13 +6,15 @@ a request to a new actor's first answer: ~1.0-1.2 s -> ~0.5 s, most of a replica
 of a dormant partition's first produce. Two changes, both invisible to code that uses them:
 
 - the modules `import ray` loads and a broker never calls (`requests`, `jsonschema`, `yaml`)
-  are imported on their first use (`deferred_imports`): ~0.3 s of ~1.0 s of a worker's imports;
+  are imported on their first use (`deferred_imports`): ~0.3 s of ~1.0 s of a worker's imports
+  (whatever the Ray: a deferred module loads when anything first uses it, so no gate);
 - Ray's serializers for other libraries' types (pydantic's model fields, starlette's state,
   pyarrow's tables: `ray.util.serialization_addons.apply`) are registered once their library is
   imported (`post_import.when_imported`) instead of by importing each library at every start:
   ~0.4 s (pyarrow with numpy, pydantic) and their memory. An object of those types can only
   exist once its library is imported, so the serializers are in place whenever one is
-  serialized, as before. If this Ray's add-ons are not the ones known here, Ray applies them.
+  serialized, as before. If this Ray is not the one the gate supports (`gate`), or its
+  add-ons are not the ones known here, Ray applies them itself.
 
 For the processes rafka starts (its Ray's workers, through `lean_worker`, its dashboard agent
 and log monitor; the `rafka` command), not for a program that imports rafka: a library must not
@@ -24,6 +26,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from rafka.actors.ray_hooks import gate
 from rafka.common.deferred_imports import UNUSED_BY_RAY_AT_START, defer
 from rafka.common.post_import import when_imported
 
@@ -51,13 +54,24 @@ def apply_addons_when_imported(context: Any) -> None:
         when_imported("pyarrow", pyarrow)
 
 
-def addons_when_imported() -> bool:
-    """Replace Ray's `serialization_addons.apply` with `apply_addons_when_imported` if it is the
-    one known here; True if replaced."""
+def fits() -> bool:
+    """Whether this Ray's `serialization_addons.apply` is the one known here (the names it uses
+    are Ray 2.60's), or already replaced by it: what `addons_when_imported` replaces only then."""
     from ray.util import serialization_addons
 
     apply = getattr(serialization_addons, "apply", None)
-    if getattr(apply, "__code__", None) is None or set(apply.__code__.co_names) != RAY_ADDONS_NAMES:
+    if apply is apply_addons_when_imported:
+        return True
+    return getattr(apply, "__code__", None) is not None and set(apply.__code__.co_names) == RAY_ADDONS_NAMES
+
+
+def addons_when_imported() -> bool:
+    """Replace Ray's `serialization_addons.apply` with `apply_addons_when_imported` if this Ray
+    passes the gate (`gate.supported_ray`) and its `apply` is the one known here (`fits`);
+    True if replaced."""
+    from ray.util import serialization_addons
+
+    if not (gate.supported_ray() and fits()):
         return False
     serialization_addons.apply = apply_addons_when_imported
     return True

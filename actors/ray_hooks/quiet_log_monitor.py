@@ -8,18 +8,28 @@ Ray worker's nor the raylet's. Looking every `IDLE_POLL_S` instead, a line reach
 up to that much later; none is lost (a file is read on from where it was), and output that
 keeps coming is forwarded as fast as before (the monitor only waits when it found nothing).
 
-The raylet of a private Ray (`ray_services.broker_services_only`) starts it as `python -u -m
-rafka.actors.quiet_log_monitor <Ray's log_monitor.py> <its arguments>`. The script runs from
-its own source with that one call changed, if the call is there exactly once; otherwise as it
-is. It also imports Ray lean (`lean_imports`).
+The raylet of a private Ray (`services.broker_services_only`) starts it as `python -u -m
+rafka.actors.ray_hooks.quiet_log_monitor <Ray's log_monitor.py> <its arguments>`, if `fits`. The
+script runs from its own source with that one call changed, if the call is there exactly once;
+otherwise as it is. It also imports Ray lean (`lean_imports`).
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
 IDLE_POLL_S = 0.5
 RAYS_IDLE_POLL = "time.sleep(0.1)"
+
+
+def fits() -> bool:
+    """Whether this Ray's log monitor script has Ray 2.60's idle poll exactly once (read, not imported)."""
+    spec = importlib.util.find_spec("ray._private.log_monitor")
+    if spec is None or not spec.origin:
+        return False
+    with open(spec.origin, encoding="utf-8") as f:
+        return f.read().count(RAYS_IDLE_POLL) == 1
 
 
 def quieter(source: str) -> str:
@@ -33,8 +43,8 @@ def quieter(source: str) -> str:
 def main(argv: list[str]) -> None:
     """Run the log monitor script `argv[1]` with the arguments after it, its idle poll slower."""
     if len(argv) < 2:
-        raise SystemExit("usage: python -m rafka.actors.quiet_log_monitor <log_monitor.py> [args...]")
-    from rafka.actors.lean_imports import lean_ray_imports
+        raise SystemExit("usage: python -m rafka.actors.ray_hooks.quiet_log_monitor <log_monitor.py> [args...]")
+    from rafka.actors.ray_hooks.lean_imports import lean_ray_imports
 
     script = argv[1]
     with open(script, encoding="utf-8") as f:
