@@ -123,15 +123,12 @@ class RowWriter:
     def _await_metadata(self, topics: list, given: list | None) -> None:
         """Every topic of the batch in metadata, and every partition the rows name below its
         topic's count, before any row is queued: Kafka's producer waits so in `send`."""
-        if given is None:
-            for topic in set(topics):
-                self._count(topic)
-            return
+        distinct = {self._topic} if self._topic else set(topics)
         highest: dict[str, int] = {}
-        for topic, partition in zip(topics, given):
+        for topic, partition in zip(topics, given or ()):
             if partition is not None and partition > highest.get(topic, -1):
                 highest[topic] = partition
-        for topic in set(topics):
+        for topic in distinct:
             self._count(topic, highest.get(topic))
 
     def _count(self, topic: str, partition: int | None = None) -> int:
