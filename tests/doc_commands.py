@@ -10,7 +10,9 @@ docs without its test failing is impossible; then it runs them in order through 
 from __future__ import annotations
 
 import ast
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -93,11 +95,19 @@ class DocSession:
         return text
 
     def run(self, command: str, timeout_s: float = 300) -> Ran:
-        """One documented command through bash; its output and exit code, kept in `ran`."""
+        """One documented command through bash; its output and exit code, kept in `ran`. A
+        command still running after `timeout_s` is killed with everything it started (its own
+        process group) and reported with exit code -9 and what it printed until then."""
         started = time.monotonic()
-        done = subprocess.run(["bash", "-c", self.substitute(command)], cwd=REPO, capture_output=True, text=True,
-                              timeout=timeout_s)
-        ran = Ran(command, done.returncode, done.stdout, done.stderr, time.monotonic() - started)
+        proc = subprocess.Popen(["bash", "-c", self.substitute(command)], cwd=REPO, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)   # the group this call made, by its leader's pid
+            stdout, stderr = proc.communicate()
+            stderr += f"\n[killed: still running after {timeout_s:.0f} s]"
+        ran = Ran(command, proc.returncode, stdout, stderr, time.monotonic() - started)
         self.ran.append(ran)
         return ran
 

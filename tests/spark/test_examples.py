@@ -39,7 +39,8 @@ def run_documented(program: str, expected: list[str], tmp_path: Path, paths: dic
     assert commands == expected
     session = DocSession(port=unused_port(), data_dir=tmp_path / "rafka", paths=paths)
     try:
-        outputs = [session.run(command, timeout_s=300) for command in commands]
+        # A bound, not an estimate: ~30-90 s each here, but minutes on a machine loaded 30 deep.
+        outputs = [session.run(command, timeout_s=600) for command in commands]
     finally:
         session.stop_broker()
     print("\n".join(f"{r.seconds:6.1f} s  {r.command}" for r in outputs))
