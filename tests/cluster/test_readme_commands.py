@@ -22,8 +22,10 @@ FIRST_SESSION = [
     ".venv/bin/rafka status",
     ".venv/bin/rafka down",
 ]
-# Pinned; tests/cluster/test_cli.py runs each of these commands' own scenarios (foreground up,
-# three brokers with a killed and restarted one, --config) against ports and dirs of its own.
+# Pinned, not run here: tests/cluster/test_cli.py runs three brokers with `broker stop 1 --kill`
+# and `broker start 1`, and `up --config` with a properties file of its own, on ports and dirs of
+# its own. The foreground `rafka up` and deploy/server.properties itself (port 9092, /tmp/rafka)
+# are run by no test.
 MORE_COMMANDS = [
     ".venv/bin/rafka up",
     ".venv/bin/rafka up --brokers 3 --detach",
