@@ -1,8 +1,15 @@
 #!/usr/bin/env python
-"""Parquet → topic: load Parquet files into a Kafka topic with the `rafka` data source.
+r"""Parquet → topic: load Parquet files into a Kafka topic with the `rafka` data source.
 
-    python examples/parquet_to_topic.py --bootstrap-server 127.0.0.1:9092 --topic events \\
+Try it from the repository's root after `make setup`, on a fresh broker, with Parquet files
+of your own (here with a `user_id` column); the topic is created by the first write
+(`auto.create.topics.enable`, as in Kafka), and kcat stands for any Kafka client:
+
+    .venv/bin/rafka up --detach                      # prints the bootstrap servers: 127.0.0.1:9092
+    .venv/bin/python examples/parquet_to_topic.py --bootstrap-server 127.0.0.1:9092 --topic events \
         --key-column user_id /data/events/*.parquet
+    kcat -C -b 127.0.0.1:9092 -t events -e -f '%k %s\n'     # each row as JSON, keyed by its user_id
+    .venv/bin/rafka down                             # stops what `up --detach` started
 
 Every row becomes one record: the value is the row as JSON, the key (optional) one column
 as text, so rows with the same key land on the same partition (Kafka's murmur2, as every

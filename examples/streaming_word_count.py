@@ -1,16 +1,26 @@
 #!/usr/bin/env python
-"""Streaming word count: read lines from a topic, count words, write the counts to another
+r"""Streaming word count: read lines from a topic, count words, write the counts to another
 topic, checkpointed, with the `rafka` Spark data source (a Kafka job, but for the format name).
 
-    .venv/bin/rafka up --detach                      # prints the bootstrap servers
-    python examples/streaming_word_count.py --bootstrap-server 127.0.0.1:9092 \\
-        --input-topic lines --output-topic word-counts --checkpoint /tmp/wc-checkpoint
+Try it from the repository's root after `make setup`, on a fresh broker: neither topic needs
+to exist beforehand, each is created by its first use (`auto.create.topics.enable`, as in
+Kafka). kcat stands for any Kafka client here (`make setup` installs it as root):
+
+    .venv/bin/rafka up --detach                      # prints the bootstrap servers: 127.0.0.1:9092
+    printf 'the quick brown fox\njumps over the lazy dog\nThe dog sleeps\n' | kcat -P -b 127.0.0.1:9092 -t lines
+    .venv/bin/python examples/streaming_word_count.py --bootstrap-server 127.0.0.1:9092 \
+        --input-topic lines --output-topic word-counts --checkpoint /tmp/wc-checkpoint --available-now
+    kcat -C -b 127.0.0.1:9092 -t word-counts -e -f '%k=%s\n'     # the=3, dog=2, quick=1, ...
+    .venv/bin/rafka down                             # stops what `up --detach` started
 
 Each output record is keyed by the word, its value the word's running count (as text), so a
 compacted topic keeps the latest count per word. Output mode is `complete` (every count,
 each micro-batch): PySpark's Python data source sinks take append and complete, not update.
 `--available-now` processes what is there and stops (run it again later: it resumes from
-the checkpoint); without it the query runs until interrupted.
+the checkpoint, and writes every count again); without it the query runs until interrupted
+(Ctrl-C), a micro-batch every 2 seconds. The counts are kept in 4 shuffle partitions
+(`spark.sql.shuffle.partitions`, fixed by the checkpoint's first run), not Spark's 200,
+which on one machine cost a Spark task and a Kafka producer each per micro-batch.
 """
 from __future__ import annotations
 
@@ -57,7 +67,7 @@ def main() -> int:
 
     from rafka.spark_bridge import register
 
-    spark = SparkSession.builder.appName("word-count").getOrCreate()
+    spark = SparkSession.builder.appName("word-count").config("spark.sql.shuffle.partitions", "4").getOrCreate()
     register(spark)
     query = start(spark, args.bootstrap_server, args.input_topic, args.output_topic, args.checkpoint,
                   args.available_now)

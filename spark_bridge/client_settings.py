@@ -2,7 +2,8 @@
 
 Spark hands `kafka.*` options to the Java client. The bridge runs librdkafka (confluent-kafka),
 whose setting names are mostly the Java ones; this module renames the few that differ,
-drops the Java-only ones that mean nothing to librdkafka (with a warning), translates a
+drops the Java-only ones that mean nothing to librdkafka (with a warning; `max.block.ms`
+without one, since the bridge's writers honour it themselves), translates a
 PLAIN/SCRAM `sasl.jaas.config`, and leaves everything else to librdkafka, which refuses an
 unknown name with an error that names it. Pure: no client is created here.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 import logging
 import re
 from typing import Mapping
+
+from rafka.common.metadata_wait import MAX_BLOCK_MS_DEFAULT
 
 log = logging.getLogger(__name__)
 
@@ -26,9 +29,12 @@ _RENAMED = {
 # Java-only settings with no librdkafka counterpart: the bridge does their job itself or
 # they only tune the Java client's own machinery.
 _IGNORED = frozenset({
-    "default.api.timeout.ms", "max.block.ms", "metadata.max.idle.ms", "exclude.internal.topics",
+    "default.api.timeout.ms", "metadata.max.idle.ms", "exclude.internal.topics",
     "ssl.protocol", "ssl.enabled.protocols", "max.poll.records", "partition.assignment.strategy",
 })
+# Java producer settings the bridge's writers implement themselves (`max_block_ms` reads it):
+# kept from librdkafka, which has no such setting, without a warning.
+_BRIDGE_OWN = frozenset({"max.block.ms"})
 # Kafka's own default partitioner classes: murmur2 for keys, which the bridge applies itself.
 _DEFAULT_PARTITIONERS = frozenset({
     "org.apache.kafka.clients.producer.internals.DefaultPartitioner",
@@ -53,6 +59,8 @@ def to_librdkafka(settings: Mapping[str, str]) -> dict[str, str]:
     for name, value in settings.items():
         if name in _RENAMED:
             out[_RENAMED[name]] = value
+        elif name in _BRIDGE_OWN:
+            continue
         elif name in _IGNORED:
             log.warning("kafka.%s is a Java client setting with no librdkafka counterpart; ignored", name)
         elif name == "buffer.memory":
@@ -68,6 +76,21 @@ def to_librdkafka(settings: Mapping[str, str]) -> dict[str, str]:
         else:
             out[name] = value
     return out
+
+
+def max_block_ms(settings: Mapping[str, str]) -> int:
+    """The Java producer's `max.block.ms` (prefix already stripped; Kafka's default 60000): how
+    long a writer waits for a topic's metadata before it fails (rafka.common.metadata_wait)."""
+    text = settings.get("max.block.ms")
+    if text is None:
+        return MAX_BLOCK_MS_DEFAULT
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise ClientSettingError(f"kafka.max.block.ms must be a whole number of ms, at least 0; got {text!r}")
+    return value
 
 
 def _jaas_credentials(text: str) -> dict[str, str]:

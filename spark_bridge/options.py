@@ -13,8 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from rafka.common.metadata_wait import MAX_BLOCK_MS_DEFAULT
 from rafka.common.types import TopicPartition
-from rafka.spark_bridge.client_settings import KAFKA_PREFIX, strip_prefix, to_librdkafka
+from rafka.spark_bridge.client_settings import KAFKA_PREFIX, max_block_ms, strip_prefix, to_librdkafka
 from rafka.spark_bridge.offsets_json import EARLIEST, LATEST, parse_assign, parse_partition_numbers
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,7 @@ class WriteOptions:
     bootstrap_servers: str
     topic: str | None
     client: Mapping[str, str] = field(hash=False)
+    max_block_ms: int = MAX_BLOCK_MS_DEFAULT  # kafka.max.block.ms: the wait for a topic's metadata
 
 
 def check_names(options: Mapping[str, str]) -> None:
@@ -157,7 +159,8 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
     topic = opts.get("topic")
     if topic is not None and not topic.strip():
         raise OptionError("Option 'topic' must not be empty")
-    return WriteOptions(bootstrap_servers=_bootstrap(opts, "producer"), topic=topic, client=client)
+    return WriteOptions(bootstrap_servers=_bootstrap(opts, "producer"), topic=topic, client=client,
+                        max_block_ms=max_block_ms(strip_prefix(opts)))
 
 
 # -- pieces -------------------------------------------------------------------------------

@@ -2,7 +2,10 @@
 do. librdkafka with acks=all and the idempotent producer (unless `kafka.` options say
 otherwise); keyed rows go to the partition murmur2 picks, as every Kafka client's default
 partitioner does; the first delivery error fails the writer with Kafka's error, so a
-task never reports success for rows Kafka refused.
+task never reports success for rows Kafka refused. Before its first record to a topic (or to a
+partition beyond the count it knows) the writer waits for the topic's metadata as Kafka's
+producer does, up to `max.block.ms` (`rafka.common.metadata_wait`): a topic that the write
+auto-creates is written once its partitions are there, a missing one fails after that wait.
 """
 from __future__ import annotations
 
@@ -11,8 +14,12 @@ import logging
 from typing import Callable, Mapping
 
 import pyarrow as pa
+from confluent_kafka import KafkaError as CkKafkaError
 from confluent_kafka import KafkaException, Producer
 
+from rafka.common.errors import ErrorCode, KafkaError
+from rafka.common.metadata_wait import (MAX_BLOCK_MS_DEFAULT, RETRY_BACKOFF_MAX_MS_DEFAULT, RETRY_BACKOFF_MS_DEFAULT,
+                                        MetadataWait, TopicMetadata)
 from rafka.spark_bridge.murmur2 import partition_for_key
 from rafka.spark_bridge.sink_columns import SinkColumns, sink_columns
 
@@ -38,15 +45,22 @@ def producer_settings(bootstrap_servers: str, client: Mapping[str, object]) -> d
 
 
 class RowWriter:
-    """Sends the rows of Arrow batches to Kafka; `close()` waits for every acknowledgement."""
+    """Sends the rows of Arrow batches to Kafka; `close()` waits for every acknowledgement.
+    `max_block_ms` bounds the wait for a topic's metadata (Kafka's `max.block.ms`); the
+    backoff between asks is librdkafka's (and Java's) `retry.backoff.ms`/`retry.backoff.max.ms`."""
 
     def __init__(self, bootstrap_servers: str, client: Mapping[str, object], columns: SinkColumns,
-                 topic: str | None) -> None:
+                 topic: str | None, *, max_block_ms: int = MAX_BLOCK_MS_DEFAULT) -> None:
         self._errors: list[str] = []
         self._producer = Producer({**producer_settings(bootstrap_servers, client), "on_delivery": self._delivered})
         self._columns = columns
         self._topic = topic
         self._partition_counts: dict[str, int] = {}
+        self._metadata = MetadataWait(
+            self._topic_metadata, max_block_ms=max_block_ms,
+            retry_backoff_ms=int(client.get("retry.backoff.ms", RETRY_BACKOFF_MS_DEFAULT)),  # type: ignore[call-overload]
+            retry_backoff_max_ms=int(client.get("retry.backoff.max.ms",  # type: ignore[call-overload]
+                                                RETRY_BACKOFF_MAX_MS_DEFAULT)))
         self.rows = 0
 
     def _delivered(self, err: object, msg: object) -> None:
@@ -90,6 +104,7 @@ class RowWriter:
         """The partition column where set, else murmur2 of the key, else librdkafka's choice."""
         c, n = self._columns, batch.num_rows
         given = batch.column(c.partition).to_pylist() if c.partition is not None else [None] * n
+        self._await_metadata(topics, given if c.partition is not None else None)
         if c.key is None:
             return [_UNASSIGNED if p is None else p for p in given]
         return [p if p is not None else _UNASSIGNED if k is None else partition_for_key(_bytes(k), self._count(t))
@@ -105,16 +120,40 @@ class RowWriter:
             except BufferError:
                 continue
 
-    def _count(self, topic: str) -> int:
-        """Partitions of `topic` (metadata, once per topic; asking may auto-create it)."""
+    def _await_metadata(self, topics: list, given: list | None) -> None:
+        """Every topic of the batch in metadata, and every partition the rows name below its
+        topic's count, before any row is queued: Kafka's producer waits so in `send`."""
+        distinct = {self._topic} if self._topic else set(topics)
+        highest: dict[str, int] = {}
+        for topic, partition in zip(topics, given or ()):
+            if partition is not None and partition > highest.get(topic, -1):
+                highest[topic] = partition
+        for topic in distinct:
+            self._count(topic, highest.get(topic))
+
+    def _count(self, topic: str, partition: int | None = None) -> int:
+        """Partitions of `topic`, waited for once per topic (asking may auto-create it), and again
+        when a row names a partition beyond that count; KafkaWriteError after `max.block.ms`."""
         count = self._partition_counts.get(topic)
-        if count is None:
-            metadata = self._producer.list_topics(topic, timeout=30)
-            info = metadata.topics.get(topic)
-            if info is None or info.error is not None or not info.partitions:
-                raise KafkaWriteError(f"no partitions for topic {topic}: {info.error if info else 'unknown topic'}")
-            count = self._partition_counts[topic] = len(info.partitions)
+        if count is None or (partition is not None and partition >= count):
+            try:
+                count = self._partition_counts[topic] = self._metadata.partition_count(topic, partition)
+            except KafkaError as e:
+                raise KafkaWriteError(str(e)) from e
         return count
+
+    def _topic_metadata(self, topic: str, timeout_ms: int) -> TopicMetadata:
+        """One Metadata request for `topic` through the producer (librdkafka's cache learns it too)."""
+        try:
+            metadata = self._producer.list_topics(topic, timeout=timeout_ms / 1000)
+        except KafkaException as e:
+            return TopicMetadata(error_code(e.args[0]))
+        info = metadata.topics.get(topic)
+        if info is None:
+            return TopicMetadata(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        if info.error is not None:
+            return TopicMetadata(error_code(info.error))
+        return TopicMetadata(ErrorCode.NONE, len(info.partitions))
 
     def _raise_if_failed(self) -> None:
         if self._errors:
@@ -143,6 +182,18 @@ class RowWriter:
         if left:
             raise KafkaWriteError(f"{left} record(s) not acknowledged within {timeout_s:.0f} s")
         return self.rows
+
+
+def error_code(error: CkKafkaError) -> ErrorCode:
+    """A librdkafka error as Kafka's code: a broker's error keeps its number; librdkafka's own
+    (negative) ones mean the request got no answer."""
+    code = error.code()
+    if code >= ErrorCode.UNKNOWN_SERVER_ERROR:
+        try:
+            return ErrorCode(code)
+        except ValueError:
+            return ErrorCode.UNKNOWN_SERVER_ERROR
+    return ErrorCode.REQUEST_TIMED_OUT if code == CkKafkaError._TIMED_OUT else ErrorCode.NETWORK_EXCEPTION
 
 
 def _bytes(key: object) -> bytes:

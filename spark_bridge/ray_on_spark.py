@@ -129,7 +129,9 @@ def ingest_dataframe(df: Any, topic: str, bootstrap_servers: str, *, staging_dir
 def ingest_parquet(paths: Sequence[str], topic: str, bootstrap_servers: str, *, tasks: int | None = None,
                    kafka_options: Mapping[str, str] | None = None) -> IngestReport:
     """Produce the rows of Parquet files into `topic` from Ray tasks (one CPU each), each
-    task a share of the files; fails with the first task's Kafka error."""
+    task a share of the files; fails with the first task's Kafka error. Each task waits for
+    the topic's metadata as Kafka's producer does (`kafka.max.block.ms`, 60 s by default),
+    so a topic the first write auto-creates is written, not refused."""
     ray = ray_env.ray
     if not paths:
         return IngestReport(0, 0, ())
@@ -144,17 +146,18 @@ def _produce_files_impl(paths: list[str], topic: str, bootstrap_servers: str,
                         client: dict[str, str]) -> tuple[int, str]:
     import pyarrow.parquet as pq
 
-    from rafka.spark_bridge.client_settings import strip_prefix, to_librdkafka
+    from rafka.spark_bridge.client_settings import max_block_ms, strip_prefix, to_librdkafka
     from rafka.spark_bridge.produce import RowWriter, arrow_sink_columns
 
-    settings = to_librdkafka(strip_prefix(client))
+    java = strip_prefix(client)
+    settings = to_librdkafka(java)
     writer = None
     try:
         for path in paths:
             parquet = pq.ParquetFile(path)
             if writer is None:
                 columns = arrow_sink_columns(parquet.schema_arrow, topic)
-                writer = RowWriter(bootstrap_servers, settings, columns, topic)
+                writer = RowWriter(bootstrap_servers, settings, columns, topic, max_block_ms=max_block_ms(java))
             for batch in parquet.iter_batches(batch_size=10_000):
                 writer.write(batch)
     except BaseException:

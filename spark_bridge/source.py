@@ -182,7 +182,8 @@ class _ArrowRowsWriter:
                                                  self.options.topic)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriteReport:
-        writer = RowWriter(self.options.bootstrap_servers, self.options.client, self.columns, self.options.topic)
+        writer = RowWriter(self.options.bootstrap_servers, self.options.client, self.columns, self.options.topic,
+                           max_block_ms=self.options.max_block_ms)
         try:
             for batch in iterator:
                 writer.write(batch)

@@ -1,6 +1,7 @@
 """The Ray-on-Spark scenario, run by test_ray_on_spark.py as its own process inside a
 loopback-only network namespace: a 2-executor local Spark cluster, Ray on it, rafka on
-Ray, a DataFrame ingested by Ray tasks on the Spark workers and read back through the
+Ray, a DataFrame ingested by Ray tasks on the Spark workers into a topic that did not exist
+before (auto-created by the ingestion, which waits for it) and read back through the
 data source. Prints one JSON line with what it saw; everything it starts, it stops.
 
     python tests/spark/ray_on_spark_job.py WORK_DIR
@@ -24,9 +25,9 @@ PROGRESS = "[ray-on-spark scenario]"
 def main(work: Path) -> dict:
     from pyspark.sql import SparkSession
 
+    from rafka.common.config import BrokerConfig
     from rafka.spark_bridge import ingest_dataframe, register, start_cluster_on_spark
     from rafka.spark_bridge.murmur2 import partition_for_key
-    from tests.spark.clients import create_topic
 
     names = ("PATH", "PYSPARK_PYTHON", "SPARK_LOCAL_IP", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN_PATH",
              "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_USAGE_STATS_ENABLED")
@@ -54,12 +55,14 @@ def main(work: Path) -> dict:
     handle = None
     try:
         handle = start_cluster_on_spark(
-            spark, brokers=1, data_dir=work / "rafka", max_worker_nodes=2, min_worker_nodes=2,
+            spark, brokers=1, data_dir=work / "rafka", config=BrokerConfig.from_mapping({"num.partitions": "4"}),
+            max_worker_nodes=2, min_worker_nodes=2,
             num_cpus_worker_node=1, memory_worker_node=512 << 20, object_store_memory_worker_node=128 << 20,
             memory_head_node=1 << 30, object_store_memory_head_node=128 << 20, ray_temp_root_dir=str(work))
         phase("ray_and_rafka")
         boot = handle.bootstrap_servers
-        create_topic(boot, "ingested", 4)
+        # No topic made beforehand: the ingestion tasks' first Metadata requests create it (4
+        # partitions, num.partitions) and each task waits for it as Kafka's producer would.
         df = spark.range(ROWS, numPartitions=4).selectExpr("cast(id AS string) AS key",
                                                              "concat('value-', cast(id AS string)) AS value")
         report = ingest_dataframe(df, "ingested", boot, staging_dir=work / "staging")

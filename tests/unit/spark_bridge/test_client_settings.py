@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from rafka.spark_bridge.client_settings import ClientSettingError, strip_prefix, to_librdkafka
+from rafka.spark_bridge.client_settings import ClientSettingError, max_block_ms, strip_prefix, to_librdkafka
 
 
 def test_prefix_is_stripped_and_other_options_left_out() -> None:
@@ -35,3 +35,13 @@ def test_plain_jaas_line_becomes_username_and_password() -> None:
 def test_untranslatable_settings_are_errors_naming_them(settings: dict, word: str) -> None:
     with pytest.raises(ClientSettingError, match=word):
         to_librdkafka(settings)
+
+
+def test_max_block_ms_is_read_by_the_bridge_and_kept_from_librdkafka_without_a_warning(caplog) -> None:
+    with caplog.at_level("WARNING"):
+        assert to_librdkafka({"max.block.ms": "5000", "acks": "all"}) == {"acks": "all"}
+    assert caplog.records == []
+    assert (max_block_ms({"max.block.ms": "5000"}), max_block_ms({}), max_block_ms({"max.block.ms": "0"})) == (
+        5000, 60_000, 0)
+    with pytest.raises(ClientSettingError, match="kafka.max.block.ms"):
+        max_block_ms({"max.block.ms": "-1"})

@@ -104,3 +104,11 @@ def test_write_options_take_the_read_options_of_the_same_table() -> None:
         parse_write_options({**BASE, "kafka.key.serializer": "x"})
     with pytest.raises(OptionError, match="Unknown option 'topics'"):
         parse_write_options({**BASE, "topics": "x"})
+
+
+def test_kafka_max_block_ms_bounds_the_sinks_wait_for_metadata_and_is_not_a_librdkafka_setting() -> None:
+    assert parse_write_options({**BASE, "topic": "out"}).max_block_ms == 60_000  # Kafka's default
+    w = parse_write_options({**BASE, "topic": "out", "kafka.max.block.ms": "1500", "kafka.retry.backoff.ms": "50"})
+    assert (w.max_block_ms, w.client) == (1500, {"retry.backoff.ms": "50"})
+    with pytest.raises(ValueError, match="kafka.max.block.ms must be a whole number"):
+        parse_write_options({**BASE, "topic": "out", "kafka.max.block.ms": "soon"})
