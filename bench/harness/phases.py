@@ -6,9 +6,11 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 T = TypeVar("T")
@@ -25,11 +27,11 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def size_label(size: int) -> str:
-    return "1 KiB" if size == 1024 else f"{size} B"
-
-
 # -- running phases ----------------------------------------------------------------------
+
+class PhaseError(RuntimeError):
+    """A benchmark phase could not finish (a broker error, a timeout, a count mismatch)."""
+
 
 class PhaseTimeout(Exception):
     """A phase ran past its deadline (raised from SIGALRM)."""
@@ -65,9 +67,8 @@ def run_phase(results: HasFailures, name: str, fn: Callable[[], T], timeout_s: f
     return value
 
 
-@contextlib.contextmanager
 def print_failures(results: HasFailures) -> None:
-    """The phases that failed, one line each (their tracebacks went to stderr)."""
+    """The phases that failed, one line each on stdout (their tracebacks went to stderr)."""
     if results.failures:
         print("\nfailed phases (tracebacks on stderr):")
         for name, error in results.failures.items():
@@ -90,3 +91,13 @@ def stdout_to_stderr() -> Iterator[None]:
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+
+
+def run_directory(stack: contextlib.ExitStack, given: Path | None, prefix: str) -> Path:
+    """Where a run keeps its data and logs: `given` (made if missing, and kept), or else a fresh
+    temporary directory named `prefix`..., removed when `stack` closes."""
+    if given:
+        given = given.absolute()
+        given.mkdir(parents=True, exist_ok=True)
+        return given
+    return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix)))
