@@ -45,9 +45,10 @@ from _rafka import rafka_down, rafka_executable, rafka_up  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from harness.phases import log  # noqa: E402
-from harness.results_file import Recording, add_results_options, record  # noqa: E402
+from harness.report import add_output_options, finish  # noqa: E402
+from harness.results_file import Recording  # noqa: E402
 from harness.stats import MIB, percentile  # noqa: E402
-from harness.table import Row, render_table  # noqa: E402
+from harness.table import Row  # noqa: E402
 
 from rafka.common.ports import unused_port  # noqa: E402
 
@@ -94,9 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle-seconds", type=float, default=30.0, help="CPU window of each idle reading")
     parser.add_argument("--rate", type=int, default=500, help="records/s of the producer during the burst")
     parser.add_argument("--first-produces", type=int, default=5, help="dormant partitions produced to first")
-    parser.add_argument("--output", choices=("text", "json"), default="text")
-    parser.add_argument("--data-dir", help="where rafka keeps its data (default: a temporary dir)")
-    add_results_options(parser)
+    add_output_options(parser, data_dir="rafka's data and the properties file")
     args = parser.parse_args(argv)
     recording = Recording.start(__file__, __doc__, argv)
 
@@ -108,14 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         config.write_text(f"replica.dormant.after.ms={args.dormant_after_ms}\n")
         run(results, args, data_dir, config)
     rows = target_rows(results, args.partitions)
-    doc = {**asdict(results), "table": [row.to_json() for row in rows]}
-    if args.output == "json":
-        print(json.dumps(doc, indent=2))
-    else:
-        print_table(results, args)
-        print()
-        print(render_table(rows))
-    record(recording, args, rows, doc, [])
+    finish(recording, args, rows, {**asdict(results), "table": [row.to_json() for row in rows]}, {},
+           readings_text(results, args))
     return 0
 
 
@@ -335,27 +328,26 @@ def target_rows(r: Results, partitions: int) -> list[Row]:
     ]
 
 
-def print_table(r: Results, args: argparse.Namespace) -> None:
+def readings_text(r: Results, args: argparse.Namespace) -> str:
     """The readings, one line each (the targets are judged in the table after them)."""
-    print(f"rafka partition density (1 broker; replica.dormant.after.ms={args.dormant_after_ms}; "
-          f"load average at start {r.load_average:.1f})")
-    print(f"{'idle partitions':>16} {'PSS MiB':>9} {'processes':>10} {'CPU % of a core':>16}")
-    for i in r.idle:
-        print(f"{i.partitions:>16,} {i.pss_bytes / MIB:>9,.0f} {i.processes:>10} {i.cores * 100:>16.1f}")
-    for label in r.create_s:
-        print(f"  create {label} partitions: answered in {r.create_s[label]:.1f} s, every leader known in "
-              f"{r.available_s[label]:.1f} s")
-    print(f"  a producer during the burst ({args.rate} rec/s, acks=1, to a topic in use): p99 {r.burst_p99_ms} ms, "
-          f"{r.burst_failed} of {r.burst_sent} sends failed (its first record, to the new topic: acknowledged in "
-          f"{r.burst_first_ack_s:.2f} s)")
+    lines = [f"rafka partition density (1 broker; replica.dormant.after.ms={args.dormant_after_ms}; "
+             f"load average at start {r.load_average:.1f})",
+             f"{'idle partitions':>16} {'PSS MiB':>9} {'processes':>10} {'CPU % of a core':>16}"]
+    lines += [f"{i.partitions:>16,} {i.pss_bytes / MIB:>9,.0f} {i.processes:>10} {i.cores * 100:>16.1f}" for i in r.idle]
+    lines += [f"  create {label} partitions: answered in {r.create_s[label]:.1f} s, every leader known in "
+              f"{r.available_s[label]:.1f} s" for label in r.create_s]
+    if r.burst_first_ack_s is not None:
+        lines.append(f"  a producer during the burst ({args.rate} rec/s, acks=1, to a topic in use): p99"
+                     f" {r.burst_p99_ms} ms, {r.burst_failed} of {r.burst_sent} sends failed (its first record, to the"
+                     f" new topic: acknowledged in {r.burst_first_ack_s:.2f} s)")
     if r.first_produce_s:
-        worst = max(r.first_produce_s)
-        print(f"  first produce to a dormant partition: median {statistics.median(r.first_produce_s) * 1000:.0f} ms, "
-              f"max {worst * 1000:.0f} ms")
-    if r.restart_serving_s is not None:
-        print(f"  restart with {args.partitions:,} partitions on disk: serving in {r.restart_serving_s:.1f} s, every "
-              f"leader known in {r.restart_available_s:.1f} s")
-    print(f"  after the restart `rafka status`: {r.status}")
+        lines.append(f"  first produce to a dormant partition: median {statistics.median(r.first_produce_s) * 1000:.0f}"
+                     f" ms, max {max(r.first_produce_s) * 1000:.0f} ms")
+    if r.restart_serving_s is not None and r.restart_available_s is not None:
+        lines.append(f"  restart with {args.partitions:,} partitions on disk: serving in {r.restart_serving_s:.1f} s,"
+                     f" every leader known in {r.restart_available_s:.1f} s")
+    lines.append(f"  after the restart `rafka status`: {r.status}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -61,13 +61,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import _cpu_profile
 import _instant_log
@@ -81,10 +79,11 @@ from _produce_consume_table import (BROKERS, IDEMPOTENT, IDLE, LATENCY, LATENCY_
                                     SPREAD_TARGET, SUFFIX, comparison_rows)
 from harness import machine
 from harness.pairs import MIN_PAIRS, Slot, interleave
-from harness.phases import log, print_failures, run_directory, run_phase, stdout_to_stderr
-from harness.results_file import Recording, add_results_options, record
+from harness.phases import log, run_phase, scenario_run
+from harness.report import add_output_options, finish
+from harness.results_file import Recording
 from harness.stats import MIB, spread_of
-from harness.table import Row, render_table, size_label
+from harness.table import size_label
 
 # Records per run. This machine runs the same code up to ~1.6x faster for a second or two at a
 # time (the CPU speed rows); a consume of 1,000,000 x 100 B lasts ~2 s and took on that speed
@@ -434,22 +433,6 @@ def group_processes(memory: MemoryResult) -> list[tuple[str, int, int]]:
     return sorted(((n, len(v), sum(v)) for n, v in groups.items()), key=lambda g: -g[2])
 
 
-def json_document(results: Results, rows: list[Row]) -> dict[str, Any]:
-    """The `--output json` document: every measurement, and the table."""
-    return {**results.to_json(), "table": [row.to_json() for row in rows]}
-
-
-def print_report(results: Results, rows: list[Row], output: str) -> None:
-    """Results to stdout, as text tables or as one JSON document."""
-    if output == "json":
-        print(json.dumps(json_document(results, rows), indent=2))
-        return
-    print(measurements_text(results))
-    print()
-    print(render_table(rows))
-    print_failures(results)
-
-
 # -- command line ------------------------------------------------------------------------
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -480,11 +463,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", choices=BROKERS,
                         help="run only this broker (no pairs, so no comparison; machine limits and client"
                              " ceilings always run)")
-    parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format (default text)")
-    parser.add_argument("--data-dir", type=Path,
-                        help="where logs, rafka's data and the dd file go (default: a fresh temporary directory,"
-                             " removed)")
-    add_results_options(parser)
+    add_output_options(parser, data_dir="logs, rafka's data and the dd file")
     args = parser.parse_args(argv)
     if min(args.records, args.records_1kib, args.pairs, args.ceiling_runs) < 1:
         parser.error("--records, --records-1kib, --pairs and --ceiling-runs must be at least 1")
@@ -505,11 +484,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "consumer": _kafka.CONSUMER_CONFIG})
     if args.pairs < MIN_PAIRS:
         log(f"{args.pairs} pairs: fewer than {MIN_PAIRS}, the targets are shown but not judged")
-    started = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(stdout_to_stderr())
-        data_dir = run_directory(stack, args.data_dir, "rafka-bench-")
-        results.load_average["start"] = os.getloadavg()
+    with scenario_run(results, args.data_dir, "rafka-bench-") as (_, data_dir):
         log(f"data dir {data_dir}, {args.pairs} pairs, records per run {records}, load average"
             f" {os.getloadavg()[0]:.1f}")
         machine_phases(results, data_dir)
@@ -521,11 +496,9 @@ def main(argv: list[str] | None = None) -> int:
         cpu_speed_phase(results, "after the pairs")
         if "rafka" in which:
             startup_phase(results, data_dir)
-    results.load_average["end"] = os.getloadavg()
-    log(f"finished in {time.perf_counter() - started:.0f} s")
     rows = comparison_rows(results)
-    print_report(results, rows, args.output)
-    record(recording, args, rows, json_document(results, rows), results.failures)
+    finish(recording, args, rows, {**results.to_json(), "table": [row.to_json() for row in rows]}, results.failures,
+           measurements_text(results))
     return 1 if results.failures else 0
 
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import sys
@@ -63,10 +62,11 @@ import _procmem
 from _latency import pause_s, records_due, serve_then_wait
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
-from harness.phases import PhaseError, log, print_failures, run_phase, run_directory, stdout_to_stderr
-from harness.results_file import Recording, add_results_options, record
+from harness.phases import PhaseError, log, run_phase, scenario_run
+from harness.report import add_output_options, finish
+from harness.results_file import Recording
 from harness.stats import MB, MIB, Spread, percentile, spread_of
-from harness.table import Row, render_table, size_label
+from harness.table import Row, size_label
 
 from tests.waiting import wait_until
 from tools.failover_drill import ACKED_PRODUCER_CONFIG, AckedProducer, drill_config, kill_moment, partition_view
@@ -760,17 +760,6 @@ def json_document(results: Results, rows: list[Row]) -> dict[str, Any]:
                                              for r in rows]}
 
 
-def print_report(results: Results, rows: list[Row], output: str) -> None:
-    """Results to stdout, as text tables or as one JSON document."""
-    if output == "json":
-        print(json.dumps(json_document(results, rows), indent=2))
-        return
-    print(measurements_text(results))
-    print()
-    print(render_table(rows, headers=TARGET_HEADERS))
-    print_failures(results)
-
-
 # -- command line ------------------------------------------------------------------------
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -792,11 +781,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="after the other phases (or the throughput phase alone), show where the time goes at"
                              " half load: CPU by process role"
                              " and, when py-spy is installed, the hottest frames of leader and follower")
-    parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format (default text)")
-    parser.add_argument("--data-dir", type=Path,
-                        help="where the brokers and ZooKeeper keep their data (default: a fresh temporary"
-                             " directory, removed)")
-    add_results_options(parser)
+    add_output_options(parser, data_dir="the brokers' and ZooKeeper's data")
     args = parser.parse_args(argv)
     if min(args.records, args.records_1kib) < 2 or args.repeat < 1 or args.failover_rate < 10:
         parser.error("--records and --records-1kib must be at least 2, --repeat 1, --failover-rate 10")
@@ -804,17 +789,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    recording = Recording.start(__file__, __doc__, argv)   # the machine's figures before the run loads it
     args = parse_args(argv)
-    recording = Recording.start(__file__, __doc__, argv)
     records = {100: args.records, 1024: args.records_1kib}
     results = Results(settings={"records": {str(k): v for k, v in records.items()}, "repeat": args.repeat,
                                 "failover_rate": args.failover_rate, "brokers": BROKERS, "partitions": PARTITIONS,
                                 "producer": PRODUCER_CONFIG, "failover_producer": ACKED_PRODUCER_CONFIG})
-    started = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(stdout_to_stderr())
-        data_dir = run_directory(stack, args.data_dir, "rafka-bench-repl-")
-        results.load_average["start"] = os.getloadavg()
+    with scenario_run(results, args.data_dir, "rafka-bench-repl-") as (stack, data_dir):
         import rafka.partition_worker  # where the brokers' code comes from (a worktree's, or not)
         log(f"data dir {data_dir}, rafka from {Path(rafka.partition_worker.__file__).resolve().parent.parent},"
             f" load average {os.getloadavg()[0]:.1f}")
@@ -830,11 +811,9 @@ def main(argv: list[str] | None = None) -> int:
                 failover_phase(results, cluster, args.failover_rate)
             if args.only == "profile" or (args.profile and args.only in (None, "throughput")):
                 profile_phase(results, cluster)
-    results.load_average["end"] = os.getloadavg()
-    log(f"finished in {time.perf_counter() - started:.0f} s")
     rows = target_rows(results)
-    print_report(results, rows, args.output)
-    record(recording, args, rows, json_document(results, rows), results.failures, TARGET_HEADERS)
+    finish(recording, args, rows, json_document(results, rows), results.failures, measurements_text(results),
+           TARGET_HEADERS)
     return 1 if results.failures else 0
 
 

@@ -9,7 +9,6 @@ the scenario's whole `--output json` document under "results".
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -27,15 +26,6 @@ from harness.table import HEADERS, Row
 BENCH = Path(__file__).resolve().parents[1]
 REPO = BENCH.parent
 DEFAULT_RESULTS_DIR = BENCH / "results"
-
-
-def add_results_options(parser: argparse.ArgumentParser) -> None:
-    """The options every scenario has for its results file: where it goes, or none."""
-    parser.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS_DIR,
-                        help="where the results file <scenario>.json goes; RESULTS.md is rendered beside that"
-                             " folder (default bench/results, rendering bench/RESULTS.md)")
-    parser.add_argument("--no-record", action="store_true",
-                        help="write no results file (a trial run that should not replace the recorded figures)")
 
 
 def git_commit(repo: Path = REPO) -> tuple[str | None, bool]:
@@ -89,17 +79,3 @@ class Recording:
         os.replace(partial, path)
         render_results_page(results_dir)
         return path
-
-
-def record(recording: Recording, args: argparse.Namespace, rows: Sequence[Row], results: dict[str, Any],
-           failures: dict[str, str] | Sequence[str], headers: Sequence[str] = HEADERS) -> None:
-    """At a scenario's end: its results file, unless `--no-record`; says where on stderr. A file
-    that cannot be written is said, not raised: the figures are on stdout all the same."""
-    if args.no_record:
-        return
-    try:
-        path = recording.write(args.results_dir, rows, results, failures, headers)
-    except OSError as e:
-        print(f"results file not written: {e}", file=sys.stderr)
-        return
-    print(f"results recorded in {path}; {args.results_dir.parent / 'RESULTS.md'} rendered", file=sys.stderr)

@@ -17,7 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from harness import machine, results_file, results_page  # noqa: E402
 from harness.pairs import paired_row  # noqa: E402
 from harness.phases import print_failures, run_directory, run_phase  # noqa: E402
-from harness.results_file import Recording, add_results_options, record  # noqa: E402
+from harness.report import add_output_options, finish  # noqa: E402
+from harness.results_file import Recording  # noqa: E402
 from harness.table import Row, render_markdown, render_table, size_label  # noqa: E402
 
 FIGURES = {"cores": 2, "cpu": "Test CPU", "memory_gib": 7.8, "system": "Linux 6.1", "python": "3.11.7",
@@ -113,13 +114,35 @@ def test_the_page_names_a_results_file_it_cannot_read(tmp_path: Path) -> None:
     assert "- broken.json: JSONDecodeError" in page
 
 
-def test_a_scenario_records_unless_told_not_to(recording: Recording, tmp_path: Path) -> None:
+def finished(recording: Recording, argv: list[str], failures: dict[str, str] | None = None) -> None:
     parser = argparse.ArgumentParser()
-    add_results_options(parser)
-    record(recording, parser.parse_args(["--no-record", "--results-dir", str(tmp_path)]), [], {}, {})
+    add_output_options(parser)
+    finish(recording, parser.parse_args(argv), [Row("a rate", 2.0, 1.0, "rec/s")], {"rate": 2.0}, failures or {},
+           "the measurements")
+
+
+def test_a_scenario_records_unless_told_not_to(recording: Recording, tmp_path: Path) -> None:
+    finished(recording, ["--no-record", "--results-dir", str(tmp_path)])
     assert list(tmp_path.iterdir()) == []
-    record(recording, parser.parse_args(["--results-dir", str(tmp_path / "r")]), [], {}, {})
+    finished(recording, ["--results-dir", str(tmp_path / "r")])
     assert (tmp_path / "r" / "produce_consume.json").exists() and (tmp_path / "RESULTS.md").exists()
+
+
+def test_a_scenario_prints_its_text_table_and_failures_or_its_json_document(
+        recording: Recording, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    finished(recording, ["--no-record"], {"dd": "PhaseError: dd failed\ntraceback"})
+    out = capsys.readouterr().out
+    assert out.startswith("the measurements\n\n" + render_table([Row("a rate", 2.0, 1.0, "rec/s")]) + "\n")
+    assert out.endswith("failed phases (tracebacks on stderr):\n  dd: PhaseError: dd failed\n")
+    finished(recording, ["--no-record", "--output", "json"])
+    assert json.loads(capsys.readouterr().out) == {"rate": 2.0}
+
+
+def test_a_results_file_that_cannot_be_written_is_said_not_raised(
+        recording: Recording, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "file").write_text("")
+    finished(recording, ["--results-dir", str(tmp_path / "file" / "results")])
+    assert "results file not written" in capsys.readouterr().err
 
 
 def test_a_recording_is_titled_by_its_scenarios_docstring() -> None:
@@ -171,12 +194,10 @@ def test_a_phase_past_its_deadline_is_recorded_as_timed_out() -> None:
 
 
 def test_failed_phases_are_listed_one_line_each(capsys: pytest.CaptureFixture[str]) -> None:
-    results = Failures()
-    results.failures = {"tansu start": "PhaseError: not listening\nmore", "dd": ""}
-    print_failures(results)
+    print_failures({"tansu start": "PhaseError: not listening\nmore", "dd": ""})
     assert capsys.readouterr().out.splitlines() == ["", "failed phases (tracebacks on stderr):",
                                                     "  tansu start: PhaseError: not listening", "  dd: "]
-    print_failures(Failures())
+    print_failures({})
     assert capsys.readouterr().out == ""
 
 
