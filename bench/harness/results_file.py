@@ -55,9 +55,9 @@ class Recording:
     @classmethod
     def start(cls, script: str, doc: str | None, argv: Sequence[str] | None = None) -> Recording:
         """A recording for the scenario in file `script` (its name without .py), titled by the
-        first line of its docstring `doc`."""
-        title = (doc or "").strip().splitlines()[0] if (doc or "").strip() else Path(script).stem
-        return cls(Path(script).stem, title, list(sys.argv[1:] if argv is None else argv))
+        first sentence of its docstring `doc` (`title_of`)."""
+        return cls(Path(script).stem, title_of(doc) or Path(script).stem,
+                   list(sys.argv[1:] if argv is None else argv))
 
     def document(self, rows: Sequence[Row], results: dict[str, Any], failures: dict[str, str] | Sequence[str],
                  headers: Sequence[str] = HEADERS) -> dict[str, Any]:
@@ -79,3 +79,16 @@ class Recording:
         os.replace(partial, path)
         render_results_page(results_dir)
         return path
+
+
+def title_of(doc: str | None) -> str:
+    """A docstring's opening sentence on one line: its first lines up to one that ends with "."
+    or ":" (the colon dropped), or up to the first blank line."""
+    lines: list[str] = []
+    for line in (doc or "").strip().splitlines():
+        if not line.strip():
+            break
+        lines.append(line.strip())
+        if line.rstrip().endswith((".", ":")):
+            break
+    return " ".join(lines).rstrip(":")

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from harness import machine, results_file, results_page  # noqa: E402
 from harness.pairs import paired_row  # noqa: E402
-from harness.phases import print_failures, run_directory, run_phase  # noqa: E402
+from harness.phases import print_failures, run_directory, run_phase, scenario_run  # noqa: E402
 from harness.report import add_output_options, finish  # noqa: E402
 from harness.results_file import Recording  # noqa: E402
 from harness.table import Row, render_markdown, render_table, size_label  # noqa: E402
@@ -151,6 +151,17 @@ def test_a_recording_is_titled_by_its_scenarios_docstring() -> None:
                                                                ["--repeat", "1"])
 
 
+@pytest.mark.parametrize("doc, title", [
+    ("What replication costs: produce\nthroughput, and failover.\nMore of it.", "What replication costs: produce"
+     " throughput, and failover."),
+    ("Consumer-group costs (one broker):\n  1. rebalances", "Consumer-group costs (one broker)"),
+    ("No full stop\nat all\n\nnext paragraph.", "No full stop at all"),
+    (None, ""),
+], ids=["wrapped-sentence", "list-after-a-colon", "first-paragraph", "no-docstring"])
+def test_a_title_is_the_docstrings_opening_sentence_on_one_line(doc: str | None, title: str) -> None:
+    assert results_file.title_of(doc) == title
+
+
 def test_outside_a_git_checkout_the_commit_is_unknown(tmp_path: Path) -> None:
     assert results_file.git_commit(tmp_path) == (None, False)
 
@@ -165,6 +176,23 @@ def test_the_machines_figures_come_from_proc(tmp_path: Path) -> None:
     assert figures["cores"] >= 1 and figures["python"].count(".") == 2
     missing = machine.machine_figures(tmp_path / "absent", tmp_path / "absent")
     assert missing["memory_gib"] is None
+
+
+def test_loopback_throughput_moves_every_byte_through_a_receiver_process() -> None:
+    rate = machine.loopback_throughput(total=1 << 20, chunk=64 * 1024)
+    assert (rate.what, rate.bytes) == ("loopback TCP", 1 << 20) and rate.mbps > 0
+
+
+def test_the_disk_write_rate_comes_from_dd_and_leaves_no_file(tmp_path: Path) -> None:
+    rate = machine.disk_write_rate(tmp_path, count_mib=1, flags=("conv=fdatasync",))
+    assert rate.bytes == 1 << 20 and rate.detail == "dd bs=1M count=1 conv=fdatasync"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_wake_cost_times_the_same_work_back_to_back_and_after_each_sleep() -> None:
+    cost = machine.wake_cost((0.1, 1.0), chunks=3)
+    assert sorted(cost.after_sleep_us) == [0.1, 1.0] and cost.hot_us > 0
+    assert cost.slowdown(1.0) == cost.after_sleep_us[1.0] / cost.hot_us
 
 
 def test_the_machine_in_one_line() -> None:
@@ -207,3 +235,20 @@ def test_a_given_run_directory_is_made_and_kept_and_a_temporary_one_removed(tmp_
         temporary = run_directory(stack, None, "rafka-test-")
         assert given.is_dir() and temporary.is_dir()
     assert given.is_dir() and not temporary.exists()
+
+
+class Run:
+    def __init__(self) -> None:
+        self.load_average: dict[str, tuple[float, float, float]] = {}
+
+
+def test_a_scenario_run_notes_the_load_at_its_start_and_end_and_keeps_stdout_for_results(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    run = Run()
+    with scenario_run(run, tmp_path / "data", "unused-") as (stack, directory):
+        print("a forwarded log line")
+        assert directory == tmp_path / "data" and directory.is_dir()
+        assert list(run.load_average) == ["start"]
+    assert list(run.load_average) == ["start", "end"]
+    out, err = capfd.readouterr()
+    assert out == "" and "a forwarded log line" in err and "finished in" in err
