@@ -5,7 +5,6 @@ The same functions drive rafka and Tansu, so both see exactly the same client se
 from __future__ import annotations
 
 import os
-import socket
 import struct
 import threading
 import time
@@ -13,11 +12,15 @@ import time
 import numpy as np
 from _fetch_stats import STATS_INTERVAL_MS, FetchStats
 from _instant_broker import instant_broker
-from _latency import pause_s, percentile, records_due, serve_then_wait
-from _results import ConsumeCeilingResult, EnqueueResult, LatencyResult, WorkloadResult
+from _latency import pause_s, records_due, serve_then_wait
+from _produce_consume_results import ConsumeCeilingResult, EnqueueResult, LatencyResult, WorkloadResult
 from _verify import HEAD, SequenceCheck, heads
 from confluent_kafka import Consumer, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from harness.phases import PhaseError
+from harness.stats import percentile
+
+from rafka.common.ports import unused_port
 
 PARTITIONS = 6
 PRODUCER_CONFIG = {
@@ -59,10 +62,6 @@ LATENCY_PRODUCER_CONFIG = {**PRODUCER_CONFIG, "linger.ms": 0}
 LATENCY_LEAD_IN_S = 1.0
 # After the sequence number, a latency record's value holds its produce() time (perf_counter).
 SENT_AT = struct.Struct(">d")
-
-
-class PhaseError(RuntimeError):
-    """A benchmark phase could not finish (a broker error, a timeout, a count mismatch)."""
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = PARTITIONS, timeout_s: float = 60.0,
@@ -455,13 +454,6 @@ class _LatencyReader:
         self._thread.join(30)
         self._consumer.close()
         return self._latencies, self._check.finish()
-
-
-def unused_port() -> int:
-    """A loopback port with nothing listening (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 # librdkafka's largest queue (its limit, INT_MAX KiB): 2 GiB (2,097,151) filled up with 2,400,000 x 1 KiB.

@@ -1,18 +1,12 @@
-"""Pacing a producer and reading latency percentiles: shared by the benchmarks that send at a
-fixed rate (bench/replication.py, bench/produce_consume.py)."""
+"""Pacing a producer: shared by the benchmarks that send at a fixed rate (bench/replication.py,
+bench/produce_consume.py)."""
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 
 # The longest a paced sender waits (serving its client's callbacks) before it looks again.
 PACE_WAIT_S = 0.001
-
-
-def percentile(ordered: list[float], q: float) -> float:
-    """Nearest-rank percentile `q` (0..1] of ascending `ordered`."""
-    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
 def records_due(elapsed_s: float, rate_per_s: float, total: int) -> int:

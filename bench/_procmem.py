@@ -2,11 +2,25 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-from _results import MemoryResult
+from harness.stats import MIB
 
 from rafka.common.process_memory import pss_bytes
+
+
+@dataclass(frozen=True)
+class MemoryResult:
+    """Proportional set size of the idle cluster's processes."""
+
+    total_bytes: int
+    processes: tuple[tuple[int, str, int], ...]  # (pid, name, pss bytes)
+    driver_bytes: int  # the benchmark process itself (not in total_bytes)
+
+    @property
+    def total_mib(self) -> float:
+        return self.total_bytes / MIB
 
 
 def _stat(pid: int) -> tuple[str, int] | None:

@@ -9,7 +9,9 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from _kafka import PhaseError, unused_port
+from harness.phases import PhaseError
+
+from rafka.common.ports import unused_port
 
 
 def tansu_binary() -> Path:

@@ -40,17 +40,20 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _cpu_profile import process_cpu_s  # noqa: E402
-from _phases import log  # noqa: E402
 from _procmem import descendants, tree_pss  # noqa: E402
-from _rafka import ADDRESS, rafka_executable  # noqa: E402
-from _kafka import unused_port  # noqa: E402
-
+from _rafka import rafka_down, rafka_executable, rafka_up  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from harness.phases import log  # noqa: E402
+from harness.report import add_output_options, finish  # noqa: E402
+from harness.results_file import Recording  # noqa: E402
+from harness.stats import MIB, percentile  # noqa: E402
+from harness.table import Row  # noqa: E402
 
-MIB = 1 << 20
+from rafka.common.ports import unused_port  # noqa: E402
+
 GIB = 1 << 30
-TARGET_PSS_BYTES = 2 * GIB
+TARGET_PSS_GIB = 2.0
 TARGET_IDLE_CORES = 0.05
 TARGET_RESTART_S = 15.0
 TARGET_FIRST_PRODUCE_S = 1.5
@@ -82,15 +85,19 @@ class Results:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  .venv/bin/python bench/density.py\n"
+               "  .venv/bin/python bench/density.py --partitions 200 --idle-seconds 5 --first-produces 2 --no-record"
+               "   # a quick look")
     parser.add_argument("--partitions", type=int, default=1000, help="partitions in all (default 1000)")
     parser.add_argument("--dormant-after-ms", type=int, default=5000, help="replica.dormant.after.ms (default 5000)")
     parser.add_argument("--idle-seconds", type=float, default=30.0, help="CPU window of each idle reading")
     parser.add_argument("--rate", type=int, default=500, help="records/s of the producer during the burst")
     parser.add_argument("--first-produces", type=int, default=5, help="dormant partitions produced to first")
-    parser.add_argument("--output", choices=("text", "json"), default="text")
-    parser.add_argument("--data-dir", help="where rafka keeps its data (default: a temporary dir)")
+    add_output_options(parser, data_dir="rafka's data and the properties file")
     args = parser.parse_args(argv)
+    recording = Recording.start(__file__, __doc__, argv)
 
     results = Results(load_average=os.getloadavg()[0])
     with tempfile.TemporaryDirectory(prefix="rafka-density-") as tmp:
@@ -99,10 +106,9 @@ def main(argv: list[str] | None = None) -> int:
         data_dir.mkdir(parents=True, exist_ok=True)
         config.write_text(f"replica.dormant.after.ms={args.dormant_after_ms}\n")
         run(results, args, data_dir, config)
-    if args.output == "json":
-        print(json.dumps(asdict(results), indent=2))
-    else:
-        print_table(results, args)
+    rows = target_rows(results, args.partitions)
+    finish(recording, args, rows, {**asdict(results), "table": [row.to_json() for row in rows]}, {},
+           readings_text(results, args))
     return 0
 
 
@@ -137,7 +143,7 @@ def run(results: Results, args: argparse.Namespace, data_dir: Path, config: Path
         results.idle.append(idle(pid, args.partitions, args.idle_seconds))
         results.first_produce_s = first_produces(bootstrap, args.first_produces)
     finally:
-        down(data_dir)
+        rafka_down(data_dir)
     started = time.monotonic()
     bootstrap, pid, serving_s = up(data_dir, config, port)
     try:
@@ -150,28 +156,16 @@ def run(results: Results, args: argparse.Namespace, data_dir: Path, config: Path
         log(f"  restart: serving in {serving_s:.1f} s, every leader in {results.restart_available_s:.1f} s")
         results.status = status(data_dir)
     finally:
-        down(data_dir)
+        rafka_down(data_dir)
 
 
 # -- rafka --------------------------------------------------------------------------------
 def up(data_dir: Path, config: Path, port: int) -> tuple[str, int, float]:
     """`rafka up --detach`: (bootstrap servers, server pid, seconds until it served)."""
     log("rafka up...")
-    started = time.monotonic()
-    proc = subprocess.run([rafka_executable(), "up", "--detach", "--data-dir", str(data_dir), "--port", str(port),
-                           "--config", str(config), "--timeout", "300"], capture_output=True, text=True, timeout=400)
-    elapsed = time.monotonic() - started
-    address = next((line.strip() for line in proc.stdout.splitlines() if ADDRESS.match(line.strip())), "")
-    if proc.returncode != 0 or not address:
-        raise SystemExit(f"rafka up failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    pid = int(json.loads((data_dir / "rafka.state.json").read_text())["pid"])
-    log(f"  serving at {address} after {elapsed:.1f} s")
-    return address, pid, elapsed
-
-
-def down(data_dir: Path) -> None:
-    subprocess.run([rafka_executable(), "down", "--data-dir", str(data_dir)], capture_output=True, text=True,
-                   timeout=300)
+    running, elapsed = rafka_up(data_dir, port=port, config=config, timeout_s=300)
+    log(f"  serving at {running.bootstrap_servers} after {elapsed:.1f} s")
+    return running.bootstrap_servers, running.pid, elapsed
 
 
 def status(data_dir: Path) -> dict:
@@ -314,37 +308,46 @@ class Burst:
     def p99_ms(self, began: float, ended: float) -> float | None:
         """p99 latency of the records sent between `began` and `ended`."""
         ordered = sorted(took for sent_at, took in self._latencies if began <= sent_at <= ended)
-        if not ordered:
-            return None
-        return round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 1)
+        return round(percentile(ordered, 0.99) * 1000, 1) if ordered else None
 
 
-def print_table(r: Results, args: argparse.Namespace) -> None:
-    print(f"rafka partition density (1 broker; replica.dormant.after.ms={args.dormant_after_ms}; "
-          f"load average at start {r.load_average:.1f})")
-    print(f"{'idle partitions':>16} {'PSS MiB':>9} {'processes':>10} {'CPU % of a core':>16}")
-    for i in r.idle:
-        print(f"{i.partitions:>16,} {i.pss_bytes / MIB:>9,.0f} {i.processes:>10} {i.cores * 100:>16.1f}")
+def target_rows(r: Results, partitions: int) -> list[Row]:
+    """Issue 24's targets: idle PSS and CPU with every partition, the first produce to a dormant
+    partition, and a restart until every leader is known."""
     last = r.idle[-1] if r.idle else None
-    if last is not None:
-        print(f"  {last.partitions:,} idle partitions: PSS {last.pss_bytes / GIB:.2f} GiB (target < 2 GiB: "
-              f"{'met' if last.pss_bytes < TARGET_PSS_BYTES else 'MISSED'}), CPU {last.cores * 100:.1f}% of a core "
-              f"(target < 5%: {'met' if last.cores < TARGET_IDLE_CORES else 'MISSED'})")
-    for label in r.create_s:
-        print(f"  create {label} partitions: answered in {r.create_s[label]:.1f} s, every leader known in "
-              f"{r.available_s[label]:.1f} s")
-    print(f"  a producer during the burst ({args.rate} rec/s, acks=1, to a topic in use): p99 {r.burst_p99_ms} ms, "
-          f"{r.burst_failed} of {r.burst_sent} sends failed (its first record, to the new topic: acknowledged in "
-          f"{r.burst_first_ack_s:.2f} s)")
+    first = max(r.first_produce_s) if r.first_produce_s else None
+    return [
+        Row(f"{partitions:,} idle partitions: PSS GiB vs {TARGET_PSS_GIB:g} GiB",
+            last.pss_bytes / GIB if last else None, TARGET_PSS_GIB, "GiB", ("<=", 1.0)),
+        Row(f"{partitions:,} idle partitions: CPU, cores vs {TARGET_IDLE_CORES:g}",
+            last.cores if last else None, TARGET_IDLE_CORES, "ratio", ("<=", 1.0)),
+        Row(f"first produce to a dormant partition, max s vs {TARGET_FIRST_PRODUCE_S:g} s", first,
+            TARGET_FIRST_PRODUCE_S, "s", ("<=", 1.0)),
+        Row(f"restart with {partitions:,} partitions, s until every leader is known vs {TARGET_RESTART_S:g} s",
+            r.restart_available_s, TARGET_RESTART_S, "s", ("<=", 1.0)),
+    ]
+
+
+def readings_text(r: Results, args: argparse.Namespace) -> str:
+    """The readings, one line each (the targets are judged in the table after them)."""
+    lines = [f"rafka partition density (1 broker; replica.dormant.after.ms={args.dormant_after_ms}; "
+             f"load average at start {r.load_average:.1f})",
+             f"{'idle partitions':>16} {'PSS MiB':>9} {'processes':>10} {'CPU % of a core':>16}"]
+    lines += [f"{i.partitions:>16,} {i.pss_bytes / MIB:>9,.0f} {i.processes:>10} {i.cores * 100:>16.1f}" for i in r.idle]
+    lines += [f"  create {label} partitions: answered in {r.create_s[label]:.1f} s, every leader known in "
+              f"{r.available_s[label]:.1f} s" for label in r.create_s]
+    if r.burst_first_ack_s is not None:
+        lines.append(f"  a producer during the burst ({args.rate} rec/s, acks=1, to a topic in use): p99"
+                     f" {r.burst_p99_ms} ms, {r.burst_failed} of {r.burst_sent} sends failed (its first record, to the"
+                     f" new topic: acknowledged in {r.burst_first_ack_s:.2f} s)")
     if r.first_produce_s:
-        worst = max(r.first_produce_s)
-        print(f"  first produce to a dormant partition: median {statistics.median(r.first_produce_s) * 1000:.0f} ms, "
-              f"max {worst * 1000:.0f} ms (target <= 1.5 s: {'met' if worst <= TARGET_FIRST_PRODUCE_S else 'MISSED'})")
-    if r.restart_serving_s is not None:
-        print(f"  restart with {args.partitions:,} partitions on disk: serving in {r.restart_serving_s:.1f} s, every "
-              f"leader known in {r.restart_available_s:.1f} s (target <= 15 s: "
-              f"{'met' if r.restart_available_s <= TARGET_RESTART_S else 'MISSED'})")
-    print(f"  after the restart `rafka status`: {r.status}")
+        lines.append(f"  first produce to a dormant partition: median {statistics.median(r.first_produce_s) * 1000:.0f}"
+                     f" ms, max {max(r.first_produce_s) * 1000:.0f} ms")
+    if r.restart_serving_s is not None and r.restart_available_s is not None:
+        lines.append(f"  restart with {args.partitions:,} partitions on disk: serving in {r.restart_serving_s:.1f} s,"
+                     f" every leader known in {r.restart_available_s:.1f} s")
+    lines.append(f"  after the restart `rafka status`: {r.status}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

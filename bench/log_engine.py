@@ -13,7 +13,8 @@
      the same bytes in memory (recovery must checksum every byte, so that is its ceiling).
 
 Each rate is the best of --repeat runs (other work on the machine only ever lowers a rate).
-Progress goes to stderr, the table to stdout. Exit 0 when every phase ran, 1 otherwise.
+Progress goes to stderr, the table to stdout (--output json: one JSON document). Exit 0 when
+every phase ran, 1 otherwise.
 """
 from __future__ import annotations
 
@@ -25,13 +26,17 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import crc32c
+from harness.machine import disk_write_rate
+from harness.phases import run_phase
+from harness.report import add_output_options, finish
+from harness.results_file import Recording
+from harness.stats import MB, MIB
+from harness.table import Row
 
-import _machine
-from _results import MIB, MB, Row, render_table
 from rafka.common.config import LogConfig
 from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.record_batch import Record, encode_batch
@@ -43,10 +48,22 @@ FETCH_BYTES = 1024 * 1024  # max.partition.fetch.bytes default: one fetch's wort
 APPEND_TARGET = 0.6
 READ_TARGET = 0.5
 SOCKET_BUFFER = 4 * 1024 * 1024
+PHASE_TIMEOUT_S = 1800.0
+HEADERS = ("metric", "rafka", "peer", "ratio", "target", "met?")
 
 
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+@dataclass
+class Results:
+    """The best rate of each measurement, MB/s by name, and the phases that failed (name -> error)."""
+
+    mbps: dict[str, float] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+
+    def measure(self, name: str, fn) -> None:  # noqa: ANN001 - a callable giving MB/s
+        """Run one phase; a failed one leaves its cells empty and the exit code 1."""
+        rate = run_phase(self, name, fn, PHASE_TIMEOUT_S)
+        if rate is not None:
+            self.mbps[name] = rate
 
 
 def batch_label(size: int) -> str:
@@ -183,28 +200,20 @@ def main(argv: list[str] | None = None) -> int:
                         help="MiB appended per run and per batch size; also what is read and recovered (default 512)")
     parser.add_argument("--dd-mib", type=int, default=512, help="MiB dd writes (default 512)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each measurement, best taken (default 3)")
-    parser.add_argument("--data-dir", type=Path,
-                        help="where the logs and dd's file go (default: a fresh temporary directory, removed)")
+    add_output_options(parser, data_dir="the logs and dd's file")
     args = parser.parse_args(argv)
+    recording = Recording.start(__file__, __doc__, argv)
     if min(args.append_mib, args.dd_mib, args.repeat) < 1:
         parser.error("--append-mib, --dd-mib and --repeat must be at least 1")
 
     root = Path(tempfile.mkdtemp(prefix="rafka-log-bench-", dir=args.data_dir))
-    rates: dict[str, float] = {}
-    failures: dict[str, str] = {}
-
-    def phase(name: str, fn) -> None:
-        log(name)
-        try:
-            rates[name] = fn()
-        except Exception:  # a failed phase leaves its cells empty and the exit code 1
-            failures[name] = traceback.format_exc()
-            print(failures[name], file=sys.stderr)
-
+    results = Results()
+    phase = results.measure
+    rates = results.mbps
     try:
         total = args.append_mib * MIB
         logs = {size: root / f"bench-{size}" for size in BATCH_SIZES}
-        phase("dd", lambda: max(_machine.disk_write_rate(root, args.dd_mib, ("conv=fdatasync",)).mbps
+        phase("dd", lambda: max(disk_write_rate(root, args.dd_mib, ("conv=fdatasync",)).mbps
                                 for _ in range(args.repeat)))
         for size in BATCH_SIZES:
             phase(f"append {size}", lambda size=size: best_mbps(
@@ -227,13 +236,13 @@ def main(argv: list[str] | None = None) -> int:
                     rates.get("sendfile"), rates.get("plain read"), "MB/s", (">=", READ_TARGET)))
     rows += [Row(f"recovery scan, {batch_label(size)} batches MB/s vs CRC-32C in memory",
                  rates.get(f"recover {size}"), rates.get("crc"), "MB/s") for size in BATCH_SIZES]
-    load = os.getloadavg()[0]
-    print(f"{args.append_mib} MiB per run, best of {args.repeat}; 1-min load average {load:.1f}"
-          f" on {os.cpu_count()} cores (other work on the machine lowers rates)")
-    print(render_table(rows, headers=("metric", "rafka", "peer", "ratio", "target", "met?")))
-    if failures:
-        print("\nfailed phases (tracebacks on stderr): " + ", ".join(failures))
-    return 1 if failures else 0
+    settings = {"append_mib": args.append_mib, "dd_mib": args.dd_mib, "repeat": args.repeat,
+                "load_average_1m": os.getloadavg()[0]}
+    finish(recording, args, rows, {"settings": settings, "mbps": rates, "failures": results.failures,
+                                   "table": [row.to_json() for row in rows]}, results.failures,
+           f"{args.append_mib} MiB per run, best of {args.repeat}; 1-min load average {settings['load_average_1m']:.1f}"
+           f" on {os.cpu_count()} cores (other work on the machine lowers rates)", HEADERS)
+    return 1 if results.failures else 0
 
 
 if __name__ == "__main__":

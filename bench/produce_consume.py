@@ -61,10 +61,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -72,15 +70,20 @@ from pathlib import Path
 import _cpu_profile
 import _instant_log
 import _kafka
-import _machine
 import _procmem
 import _rafka
 import _tansu
-from _comparison import (BROKERS, IDEMPOTENT, IDLE, LATENCY, LATENCY_RATE, PLAIN, RECORD_SIZES, SPREAD_TARGET,
-                         SUFFIX, comparison_rows)
-from _pairs import MIN_PAIRS, Slot, interleave
-from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
-from _results import MIB, MemoryResult, Results, cpu_speed_spread, render_table, spread_of
+from _procmem import MemoryResult
+from _produce_consume_results import Results
+from _produce_consume_table import (BROKERS, IDEMPOTENT, IDLE, LATENCY, LATENCY_RATE, PLAIN, RECORD_SIZES,
+                                    SPREAD_TARGET, SUFFIX, comparison_rows)
+from harness import machine
+from harness.pairs import MIN_PAIRS, Slot, interleave
+from harness.phases import log, run_phase, scenario_run
+from harness.report import add_output_options, finish
+from harness.results_file import Recording
+from harness.stats import MIB, spread_of
+from harness.table import size_label
 
 # Records per run. This machine runs the same code up to ~1.6x faster for a second or two at a
 # time (the CPU speed rows); a consume of 1,000,000 x 100 B lasts ~2 s and took on that speed
@@ -129,16 +132,16 @@ WAKE_GAPS_MS = (0.5, REPLICA_WAKE_GAP_MS, 20.0)
 def machine_phases(results: Results, data_dir: Path) -> None:
     """Loopback TCP and disk write limits, what a wake-up costs a process's CPU, and whether the
     kernel schedules processes by session (autogroup)."""
-    results.loopback = run_phase(results, "loopback TCP", _machine.loopback_throughput, 120)
-    results.disk = run_phase(results, "disk write (dd)", lambda: _machine.disk_write_rate(data_dir), 180)
-    results.wake = run_phase(results, "wake cost", lambda: _machine.wake_cost(WAKE_GAPS_MS), 120)
-    results.settings["sched_autogroup"] = _machine.autogroup_enabled()
+    results.loopback = run_phase(results, "loopback TCP", machine.loopback_throughput, 120)
+    results.disk = run_phase(results, "disk write (dd)", lambda: machine.disk_write_rate(data_dir), 180)
+    results.wake = run_phase(results, "wake cost", lambda: machine.wake_cost(WAKE_GAPS_MS), 120)
+    results.settings["sched_autogroup"] = machine.autogroup_enabled()
     cpu_speed_phase(results, "before the pairs")
 
 
 def cpu_speed_phase(results: Results, when: str) -> None:
     """How steady the machine's CPU speed is (`when` in the run), beside the consume spreads."""
-    speed = run_phase(results, f"CPU speed {when}", lambda: _machine.cpu_speed(when), 120)
+    speed = run_phase(results, f"CPU speed {when}", lambda: machine.cpu_speed(when), 120)
     if speed is not None:
         results.cpu_speed.append(speed)
         log(f"  {speed.describe()}")
@@ -310,7 +313,7 @@ def startup_phase(results: Results, data_dir: Path) -> None:
 # -- reporting ---------------------------------------------------------------------------
 
 # End-to-end latency at LATENCY_RATE with the kernel's autogroup scheduling on and off: on a 2-core
-# VM whose CPU speed run (`_machine.cpu_speed`) took ~0.1 s, seven interleaved pairs of 8 s runs
+# VM whose CPU speed run (`machine.cpu_speed`) took ~0.1 s, seven interleaved pairs of 8 s runs
 # gave a p99 of 37-115 ms on and 10-30 ms off; on one where it took 41 ms, 1.7-2.9 ms on (the
 # medians of six benchmark runs; not measured there with it off), the machine ~75% busy.
 AUTOGROUP_EFFECT = ("p99 at 2,000 rec/s on 2 cores whose CPU speed run took ~0.1 s: 37-115 ms with it on, 10-30 ms"
@@ -368,10 +371,10 @@ def measurements_text(results: Results) -> str:
                      f" p50 {r.p50_ms:.1f} p99 {r.p99_ms:.1f} p99.9 {r.p999_ms:.1f} max {r.max_ms:.1f} ms"
                      for r in results.latency)
     lines.append(f"consume spread, (max-min)/median over the pairs (target for rafka <= {SPREAD_TARGET:.0%}):")
-    machine = cpu_speed_spread(results.cpu_speed)
-    if machine is not None:
+    own = machine.cpu_speed_spread(results.cpu_speed)
+    if own is not None:
         lines.append(f"  (the machine's own: one fixed piece of Python timed {sum(len(c.cpu_ms) for c in results.cpu_speed)}"
-                     f" times, before and after the pairs, spread {machine:.0%}; see limits)")
+                     f" times, before and after the pairs, spread {own:.0%}; see limits)")
     for label in sorted({w.broker for w in results.workloads}):
         for size in RECORD_SIZES:
             found = spread_of(results.by_pair(label, size, "consume_rps").values())
@@ -430,20 +433,6 @@ def group_processes(memory: MemoryResult) -> list[tuple[str, int, int]]:
     return sorted(((n, len(v), sum(v)) for n, v in groups.items()), key=lambda g: -g[2])
 
 
-def print_report(results: Results, output: str) -> None:
-    """Results to stdout, as text tables or as one JSON document."""
-    rows = comparison_rows(results)
-    if output == "json":
-        doc = results.to_json()
-        doc["table"] = [row.to_json() for row in rows]
-        print(json.dumps(doc, indent=2))
-        return
-    print(measurements_text(results))
-    print()
-    print(render_table(rows))
-    print_failures(results)
-
-
 # -- command line ------------------------------------------------------------------------
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -474,10 +463,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", choices=BROKERS,
                         help="run only this broker (no pairs, so no comparison; machine limits and client"
                              " ceilings always run)")
-    parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format (default text)")
-    parser.add_argument("--data-dir", type=Path,
-                        help="where logs, rafka's data and the dd file go (default: a fresh temporary directory,"
-                             " removed)")
+    add_output_options(parser, data_dir="logs, rafka's data and the dd file")
     args = parser.parse_args(argv)
     if min(args.records, args.records_1kib, args.pairs, args.ceiling_runs) < 1:
         parser.error("--records, --records-1kib, --pairs and --ceiling-runs must be at least 1")
@@ -488,6 +474,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    recording = Recording.start(__file__, __doc__, argv)
     records = {100: args.records, 1024: args.records_1kib}
     which = tuple(b for b in BROKERS if args.only in (None, b))
     results = Results(settings={"pairs": args.pairs, "records": {str(k): v for k, v in records.items()},
@@ -497,15 +484,7 @@ def main(argv: list[str] | None = None) -> int:
                                 "consumer": _kafka.CONSUMER_CONFIG})
     if args.pairs < MIN_PAIRS:
         log(f"{args.pairs} pairs: fewer than {MIN_PAIRS}, the targets are shown but not judged")
-    started = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(stdout_to_stderr())
-        if args.data_dir:
-            data_dir = args.data_dir.absolute()
-            data_dir.mkdir(parents=True, exist_ok=True)
-        else:
-            data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rafka-bench-")))
-        results.load_average["start"] = os.getloadavg()
+    with scenario_run(results, args.data_dir, "rafka-bench-") as (_, data_dir):
         log(f"data dir {data_dir}, {args.pairs} pairs, records per run {records}, load average"
             f" {os.getloadavg()[0]:.1f}")
         machine_phases(results, data_dir)
@@ -517,9 +496,9 @@ def main(argv: list[str] | None = None) -> int:
         cpu_speed_phase(results, "after the pairs")
         if "rafka" in which:
             startup_phase(results, data_dir)
-    results.load_average["end"] = os.getloadavg()
-    log(f"finished in {time.perf_counter() - started:.0f} s")
-    print_report(results, args.output)
+    rows = comparison_rows(results)
+    finish(recording, args, rows, {**results.to_json(), "table": [row.to_json() for row in rows]}, results.failures,
+           measurements_text(results))
     return 1 if results.failures else 0
 
 

@@ -14,8 +14,8 @@ after it):
      (librdkafka's default), so latency at full speed is mostly time spent queued;
   2. acks=all RF=3 once more, paced at half the rate it reached at full speed (the median of
      the --repeat runs): its latency there is the figure that matters;
-  3. failover: while an acks=all producer sends 1,000 records/s (--failover-rate) round-robin
-     to the 3 partitions of an RF=3 topic, kill -9 the broker leading a partition
+  3. failover: while an acks=all producer sends 1,000 records/s (--failover-rate) to the 3
+     partitions of an RF=3 topic (the failover drill's producer, tools/failover_drill.py), kill -9 the broker leading a partition
      (Cluster.kill_broker), first a broker that is not the controller, then, after the first is
      restarted and every ISR is full again, the controller's broker; failover is the time
      from the kill to the first acknowledged record produced after the kill on each partition
@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import statistics
 import sys
@@ -60,15 +59,17 @@ sys.path.append(str(Path(__file__).resolve().parent.parent))  # for tools.failov
 import _cpu_profile
 import _kafka
 import _procmem
-from _kafka import PhaseError
-from _latency import pause_s, percentile, records_due, serve_then_wait
-from _phases import log, print_failures, run_phase, size_label, stdout_to_stderr
-from _results import MB, MIB, Row, render_table
+from _latency import pause_s, records_due, serve_then_wait
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
+from harness.phases import PhaseError, log, run_phase, scenario_run
+from harness.report import add_output_options, finish
+from harness.results_file import Recording
+from harness.stats import MB, MIB, Spread, percentile, spread_of
+from harness.table import Row, size_label
 
 from tests.waiting import wait_until
-from tools.failover_drill import drill_config, partition_view
+from tools.failover_drill import ACKED_PRODUCER_CONFIG, AckedProducer, drill_config, kill_moment, partition_view
 
 BROKERS = 3
 PARTITIONS = 3
@@ -93,12 +94,6 @@ PRODUCER_CONFIG = {
     "queue.buffering.max.messages": 100_000,
     "message.timeout.ms": 120_000,
     "log_level": 3,
-}
-# The failover producer: the drill's client settings (tools/failover_drill.py), so a lost
-# leader is looked up again within ~100 ms and a retried request does not wait long.
-FAILOVER_PRODUCER_CONFIG = {
-    **PRODUCER_CONFIG, "acks": "all", "request.timeout.ms": 10_000, "retry.backoff.ms": 100,
-    "topic.metadata.refresh.interval.ms": 1_000,
 }
 STEP_TIMEOUT_S = 90.0
 METADATA_POLL_S = 0.05
@@ -144,14 +139,12 @@ class CaseSummary:
     record_size: int
     runs: tuple[ProduceRun, ...]
 
+    def spread(self, attribute: str) -> Spread:
+        """`attribute` (e.g. rps) over the runs."""
+        return Spread(tuple(getattr(r, attribute) for r in self.runs))
+
     def median(self, attribute: str) -> float:
-        return statistics.median(getattr(r, attribute) for r in self.runs)
-
-    def low(self, attribute: str) -> float:
-        return min(getattr(r, attribute) for r in self.runs)
-
-    def high(self, attribute: str) -> float:
-        return max(getattr(r, attribute) for r in self.runs)
+        return self.spread(attribute).median
 
 
 @dataclass(frozen=True)
@@ -205,8 +198,8 @@ class Results:
 
         def summary(s: CaseSummary) -> dict[str, Any]:
             return {"case": s.case, "record_size": s.record_size, "runs": len(s.runs),
-                    **{f"{a}_{k}": f(a) for a in ("rps", "mbps") for k, f in
-                       (("median", s.median), ("min", s.low), ("max", s.high))},
+                    **{f"{a}_{k}": getattr(s.spread(a), attribute) for a in ("rps", "mbps") for k, attribute in
+                       (("median", "median"), ("min", "low"), ("max", "high"))},
                     **{f"{a}_median": s.median(a) for a in ("p50_ms", "p99_ms", "p999_ms", "max_ms")}}
 
         def failover(f: Failover) -> dict[str, Any]:
@@ -398,54 +391,6 @@ def throughput_phases(results: Results, bootstrap: str, records: dict[int, int],
 
 # -- failover ----------------------------------------------------------------------------
 
-class TimedAckProducer:
-    """A confluent-kafka acks=all producer on its own thread sending `rate_per_s` records/s
-    round-robin over the partitions; every acknowledgement is noted as (partition, produce()
-    time, ack time), perf_counter seconds, in `acks` (appended by the producer thread only)."""
-
-    def __init__(self, bootstrap: str, topic: str, rate_per_s: int) -> None:
-        self.topic = topic
-        self.acks: list[tuple[int, float, float]] = []
-        self.errors: dict[str, int] = {}
-        self._producer = Producer({"bootstrap.servers": bootstrap, **FAILOVER_PRODUCER_CONFIG})
-        self._rate = rate_per_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"bench-producer-{topic}", daemon=True)
-
-    def start(self) -> TimedAckProducer:
-        self._thread.start()
-        return self
-
-    def _delivered(self, partition: int, sent: float, err: Any, _msg: Any) -> None:
-        if err is None:
-            self.acks.append((partition, sent, time.perf_counter()))
-        else:
-            self.errors[err.name()] = self.errors.get(err.name(), 0) + 1
-
-    def _run(self) -> None:
-        n = 0
-        started = time.perf_counter()
-        while not self._stop.is_set():
-            due = started + n / self._rate
-            if time.perf_counter() < due:
-                serve_then_wait(self._producer.poll, min(0.01, max(0.0, due - time.perf_counter())))
-                continue
-            partition = n % PARTITIONS
-            try:
-                self._producer.produce(self.topic, b"record-%08d" % n, partition=partition,
-                                       on_delivery=partial(self._delivered, partition, time.perf_counter()))
-                n += 1
-            except BufferError:
-                self._producer.poll(0.1)
-            self._producer.poll(0)
-
-    def stop(self, timeout_s: float) -> int:
-        """Stop producing and wait for every record's outcome; the number still unsettled."""
-        self._stop.set()
-        self._thread.join()
-        return self._producer.flush(timeout_s)
-
-
 def leaders(admin: AdminClient, topic: str) -> dict[int, int]:
     """partition -> leader broker of `topic`, from Metadata."""
     view = wait_until(lambda: partition_view(admin, [topic], PARTITIONS), STEP_TIMEOUT_S,
@@ -457,40 +402,37 @@ def controller_id(cluster: Any) -> int | None:
     return next((b for b, s in cluster.broker_status().items() if s.get("controller")), None)
 
 
-def kill_and_measure(cluster: Any, admin: AdminClient, producer: TimedAckProducer, victim: int,
+def kill_and_measure(cluster: Any, admin: AdminClient, producer: AckedProducer, victim: int,
                      was_controller: bool) -> Failover:
     """Kill -9 `victim`, wait until every partition has acknowledged a record produced after the
-    kill (watching Metadata for the new leaders meanwhile), restart it and wait for full ISRs."""
+    kill (watching Metadata for the new leaders meanwhile), restart it and wait for full ISRs.
+    Times are time.monotonic(), the producer's clock."""
     topic = producer.topic
     moved = tuple(sorted(p for p, leader in leaders(admin, topic).items() if leader == victim))
     if not moved:
         raise PhaseError(f"broker {victim} leads no partition of {topic}: nothing would move")
-    seen = len(producer.acks)
-    killed = time.perf_counter()
+    asked = time.monotonic()
+    producer.mark(asked)
     cluster.kill_broker(victim)
+    killed = kill_moment(cluster, asked)
     log(f"  killed broker {victim}{' (controller)' if was_controller else ''}, leader of partitions"
-        f" {list(moved)}; Cluster.kill_broker returned after {time.perf_counter() - killed:.2f} s")
+        f" {list(moved)}; Cluster.kill_broker returned after {time.monotonic() - asked:.2f} s")
     first_ack: dict[int, float] = {}
     metadata_leader: float | None = None
     deadline = killed + STEP_TIMEOUT_S
-    while len(first_ack) < PARTITIONS and time.perf_counter() < deadline:
-        new = producer.acks[seen:]
-        seen += len(new)
-        for partition, sent, acked in new:
-            if sent > killed and partition not in first_ack:
-                first_ack[partition] = acked - killed
+    while len(first_ack) < PARTITIONS and time.monotonic() < deadline:
+        first_ack = {p: acked - killed for p, acked in producer.first_acks(killed).items()}
         if metadata_leader is None:
             view = partition_view(admin, [topic], PARTITIONS)
             if view is not None and all(view[(topic, p)][0] not in (-1, victim) for p in moved):
-                metadata_leader = time.perf_counter() - killed
+                metadata_leader = time.monotonic() - killed
         time.sleep(METADATA_POLL_S)
-    restarted = time.perf_counter()
+    restarted = time.monotonic()
     cluster.restart_broker(victim)
-    full = BROKERS
     try:
-        wait_until(lambda: isr_full(admin, topic, full), STEP_TIMEOUT_S,
+        wait_until(lambda: isr_full(admin, topic, BROKERS), STEP_TIMEOUT_S,
                    message=f"broker {victim} back in every ISR")
-        rejoin: float | None = time.perf_counter() - restarted
+        rejoin: float | None = time.monotonic() - restarted
     except AssertionError:   # wait_until's timeout
         rejoin = None
     result = Failover(victim, was_controller, moved, {p: first_ack.get(p) for p in range(PARTITIONS)},
@@ -508,9 +450,9 @@ def failover_phase(results: Results, cluster: Any, rate_per_s: int) -> None:
 
     def run() -> None:
         with fresh_topic(bootstrap, "bench-repl-failover", BROKERS) as topic:
-            producer = TimedAckProducer(bootstrap, topic, rate_per_s).start()
+            producer = AckedProducer(bootstrap, topic, idempotence=False, rate_per_s=rate_per_s).start()
             try:
-                wait_until(lambda: len(producer.acks) > rate_per_s, STEP_TIMEOUT_S,
+                wait_until(lambda: producer.count() > rate_per_s, STEP_TIMEOUT_S,
                            message="a first second of acks")
                 for controller in (False, True):
                     current = controller_id(cluster)
@@ -734,8 +676,8 @@ def memory_text(results: Results) -> list[str]:
     lines = [f"memory (PSS of each process after {MEMORY_RECORDS:,} acks=all records of 1 KiB to an RF={BROKERS}"
              f" topic of {PARTITIONS} partitions; median [min-max]):"]
     for role, values in results.memory_mib.items():
-        if values:
-            lines.append(f"  {role:<17} {statistics.median(values):6.1f} MiB [{min(values):.1f}-{max(values):.1f}]"
+        if found := spread_of(values):
+            lines.append(f"  {role:<17} {found.median:6.1f} MiB [{found.low:.1f}-{found.high:.1f}]"
                          f" over {len(values)} processes")
     return lines
 
@@ -780,7 +722,8 @@ def measurements_text(results: Results) -> str:
               f" {'p50 ms':>7} {'p99 ms':>7} {'p99.9 ms':>8} {'max ms':>7}")]
     for summary in summaries(results):
         runs = summary.runs
-        span = f"[{summary.low('rps'):,.0f}-{summary.high('rps'):,.0f}]" if len(runs) > 1 else ""
+        rate = summary.spread("rps")
+        span = f"[{rate.low:,.0f}-{rate.high:,.0f}]" if len(runs) > 1 else ""
         lines.append(f"  {summary.case:<27} {size_label(summary.record_size):>6} {runs[0].records:>8,}"
                      f" {summary.median('rps'):>9,.0f} {span:>19} {summary.median('mbps'):>6.1f}"
                      f" {summary.median('p50_ms'):>7.1f} {summary.median('p99_ms'):>7.1f}"
@@ -807,19 +750,14 @@ def measurements_text(results: Results) -> str:
     return "\n".join(lines)
 
 
-def print_report(results: Results, output: str) -> None:
-    """Results to stdout, as text tables or as one JSON document."""
-    rows = target_rows(results)
-    if output == "json":
-        doc = results.to_json()
-        doc["targets"] = [dict(zip(("metric", "measured", "against", "ratio", "target", "met"),
-                                   (r.metric, r.rafka, r.peer, r.ratio, r.target, r.met))) for r in rows]
-        print(json.dumps(doc, indent=2))
-        return
-    print(measurements_text(results))
-    print()
-    print(render_table(rows, headers=("target", "measured", "against", "ratio", "target", "met?")))
-    print_failures(results)
+TARGET_HEADERS = ("target", "measured", "against", "ratio", "target", "met?")
+
+
+def json_document(results: Results, rows: list[Row]) -> dict[str, Any]:
+    """The `--output json` document: every measurement, and the targets."""
+    return {**results.to_json(), "targets": [dict(zip(("metric", "measured", "against", "ratio", "target", "met"),
+                                                      (r.metric, r.rafka, r.peer, r.ratio, r.target, r.met)))
+                                             for r in rows]}
 
 
 # -- command line ------------------------------------------------------------------------
@@ -843,10 +781,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="after the other phases (or the throughput phase alone), show where the time goes at"
                              " half load: CPU by process role"
                              " and, when py-spy is installed, the hottest frames of leader and follower")
-    parser.add_argument("--output", choices=("text", "json"), default="text", help="stdout format (default text)")
-    parser.add_argument("--data-dir", type=Path,
-                        help="where the brokers and ZooKeeper keep their data (default: a fresh temporary"
-                             " directory, removed)")
+    add_output_options(parser, data_dir="the brokers' and ZooKeeper's data")
     args = parser.parse_args(argv)
     if min(args.records, args.records_1kib) < 2 or args.repeat < 1 or args.failover_rate < 10:
         parser.error("--records and --records-1kib must be at least 2, --repeat 1, --failover-rate 10")
@@ -854,20 +789,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
+    recording = Recording.start(__file__, __doc__, argv)   # the machine's figures before the run loads it
     args = parse_args(argv)
     records = {100: args.records, 1024: args.records_1kib}
     results = Results(settings={"records": {str(k): v for k, v in records.items()}, "repeat": args.repeat,
                                 "failover_rate": args.failover_rate, "brokers": BROKERS, "partitions": PARTITIONS,
-                                "producer": PRODUCER_CONFIG, "failover_producer": FAILOVER_PRODUCER_CONFIG})
-    started = time.perf_counter()
-    with contextlib.ExitStack() as stack:
-        stack.enter_context(stdout_to_stderr())
-        if args.data_dir:
-            data_dir = args.data_dir.absolute()
-            data_dir.mkdir(parents=True, exist_ok=True)
-        else:
-            data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="rafka-bench-repl-")))
-        results.load_average["start"] = os.getloadavg()
+                                "producer": PRODUCER_CONFIG, "failover_producer": ACKED_PRODUCER_CONFIG})
+    with scenario_run(results, args.data_dir, "rafka-bench-repl-") as (stack, data_dir):
         import rafka.partition_worker  # where the brokers' code comes from (a worktree's, or not)
         log(f"data dir {data_dir}, rafka from {Path(rafka.partition_worker.__file__).resolve().parent.parent},"
             f" load average {os.getloadavg()[0]:.1f}")
@@ -883,9 +811,9 @@ def main(argv: list[str] | None = None) -> int:
                 failover_phase(results, cluster, args.failover_rate)
             if args.only == "profile" or (args.profile and args.only in (None, "throughput")):
                 profile_phase(results, cluster)
-    results.load_average["end"] = os.getloadavg()
-    log(f"finished in {time.perf_counter() - started:.0f} s")
-    print_report(results, args.output)
+    rows = target_rows(results)
+    finish(recording, args, rows, json_document(results, rows), results.failures, measurements_text(results),
+           TARGET_HEADERS)
     return 1 if results.failures else 0
 
 

@@ -10,13 +10,15 @@ the same topic in the same run, with the same client settings (the bridge's own)
 
 Spark is warmed up first (a write and a read of 10,000 rows: Python workers started and
 imports done, as in a running application; the first job of a fresh session runs 4-5×
-slower), and each phase runs --repeat times, the table taking each one's best rate.
+slower), and each phase runs --repeat times: a run's spark and plain phases are a pair, and
+the table shows each side's median [min-max] over the runs and the median of the runs' ratios.
 Targets: spark read ≥ 0.5× plain read, spark write ≥ 0.5× plain write. To show where the
 time goes, it also runs the bridge's executor code without Spark (fetch.read_range into
 Arrow, produce.RowWriter from Arrow) in this process: plain → bridge is the Arrow
 conversion, bridge → spark is Spark's Python worker and JVM transfer (with local[2], two
 tasks at a time). rafka runs as users start it (`rafka up --detach`), Spark as local[2].
-Progress to stderr, the table to stdout; exit 0 when every phase ran.
+Progress to stderr, the table to stdout (--output json: one JSON document); exit 0 when every
+phase ran.
 """
 from __future__ import annotations
 
@@ -36,6 +38,11 @@ import _rafka  # noqa: E402
 import pyarrow as pa  # noqa: E402
 from confluent_kafka import Consumer, Producer  # noqa: E402
 from confluent_kafka import TopicPartition as CkTopicPartition  # noqa: E402
+from harness.pairs import paired_row  # noqa: E402
+from harness.phases import log  # noqa: E402
+from harness.report import add_output_options, finish  # noqa: E402
+from harness.results_file import Recording  # noqa: E402
+from harness.table import Row  # noqa: E402
 
 from rafka.common.types import TopicPartition  # noqa: E402
 from rafka.spark_bridge.fetch import read_range  # noqa: E402
@@ -53,22 +60,18 @@ KAFKA_SCHEMA = pa.schema([("key", pa.binary()), ("value", pa.binary()), ("topic"
                           ("timestamp", pa.timestamp("us", tz="UTC")), ("timestampType", pa.int32())])
 
 
-def progress(message: str) -> None:
-    print(f"[bench/spark] {message}", file=sys.stderr, flush=True)
-
-
 def value(i: int) -> bytes:
     return str(i).rjust(RECORD_SIZE, "x").encode()
 
 
 def timed(what: str, rows: int, run) -> float:  # noqa: ANN001 - a callable returning rows done
-    progress(f"{what} ...")
+    log(f"{what} ...")
     started = time.perf_counter()
     done = run()
     elapsed = time.perf_counter() - started
     if done != rows:
         raise RuntimeError(f"{what}: {done} rows, expected {rows}")
-    progress(f"{what}: {rows / elapsed:,.0f} rows/s ({elapsed:.1f} s)")
+    log(f"{what}: {rows / elapsed:,.0f} rows/s ({elapsed:.1f} s)")
     return rows / elapsed
 
 
@@ -167,38 +170,53 @@ def measure(spark, boot: str, rows: int, run: int) -> dict[str, float]:  # noqa:
     return rate
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--repeat", type=int, default=2)
-    args = parser.parse_args()
-    rows = args.records
+def rows(runs: list[dict[str, float]]) -> list[Row]:
+    """Spark against the plain client, and the bridge without Spark against it, for reads and
+    writes: each run is a pair (the same topic, back to back), so the ratio is the median of
+    the runs' ratios, judged with any number of runs as this benchmark always was."""
+    by_run = {kind: {n: run[kind] for n, run in enumerate(runs, 1) if kind in run}
+              for kind in ("spark read", "plain read", "bridge read", "spark write", "plain write", "bridge write")}
+    table = []
+    for kind in ("read", "write"):
+        table.append(paired_row(f"batch {kind}, spark vs plain client rows/s", by_run[f"spark {kind}"],
+                                by_run[f"plain {kind}"], "rows/s", (">=", TARGET), min_pairs=1))
+        table.append(paired_row(f"batch {kind}, bridge without Spark vs plain client rows/s", by_run[f"bridge {kind}"],
+                                by_run[f"plain {kind}"], "rows/s"))
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     epilog="example:\n  .venv/bin/python bench/spark.py --records 200000 --repeat 3",
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=1_000_000, help="rows per phase (default 1,000,000)")
+    parser.add_argument("--repeat", type=int, default=2, help="runs of every phase (default 2)")
+    add_output_options(parser)
+    args = parser.parse_args(argv)
+    recording = Recording.start(__file__, __doc__, argv)
+    rows_per_phase = args.records
     with tempfile.TemporaryDirectory(prefix="rafka-bench-spark-") as tmp, \
             _rafka.rafka_cluster(Path(tmp) / "rafka") as cluster:
         boot = cluster.bootstrap_servers
         spark = start_spark()
-        rate: dict[str, float] = {}
         runs: list[dict[str, float]] = []
         try:
             for run in range(args.repeat):
-                runs.append(measure(spark, boot, rows, run))
-                for kind, value_ in runs[-1].items():
-                    rate[kind] = max(rate.get(kind, 0.0), value_)
+                runs.append(measure(spark, boot, rows_per_phase, run))
         finally:
             spark.stop()
-    print(f"\nSpark bridge, {rows:,} records of {RECORD_SIZE} B, {PARTITIONS} partitions, one rafka broker, "
-          f"Spark local[2], best of {args.repeat}\n")
-    print(f"{'':12} {'spark rows/s':>14} {'plain rows/s':>14} {'ratio':>7} {'target':>7} {'met':>4} "
-          f"{'bridge w/o Spark':>17}")
-    for kind in ("read", "write"):
-        ratio = rate[f"spark {kind}"] / rate[f"plain {kind}"]
-        print(f"batch {kind:6} {rate[f'spark {kind}']:>14,.0f} {rate[f'plain {kind}']:>14,.0f} {ratio:>7.2f} "
-              f"{'≥' + str(TARGET):>7} {'yes' if ratio >= TARGET else 'NO':>4} {rate[f'bridge {kind}']:>17,.0f}")
+    table = rows(runs)
     # Runs back to back on a shared machine differ a lot; the pairs of each run show by how much.
-    for kind in ("read", "write"):
-        spark_plain = [(r[f"spark {kind}"], r[f"plain {kind}"]) for r in runs]
-        pairs = ", ".join(f"{s:,.0f}/{p:,.0f} = {s / p:.2f}" for s, p in spark_plain)
-        print(f"  {kind} by run (spark/plain): {pairs}")
+    text = [f"Spark bridge, {rows_per_phase:,} records of {RECORD_SIZE} B, {PARTITIONS} partitions, one rafka broker,"
+            f" Spark local[2], {args.repeat} runs"]
+    text += [f"  {kind} by run (spark/plain): " + ", ".join(
+        f"{r[f'spark {kind}']:,.0f}/{r[f'plain {kind}']:,.0f} = {r[f'spark {kind}'] / r[f'plain {kind}']:.2f}"
+        for r in runs) for kind in ("read", "write")]
+    doc = {"settings": {"records": rows_per_phase, "record_size": RECORD_SIZE, "partitions": PARTITIONS,
+                        "repeat": args.repeat, "spark_master": "local[2]"},
+           "runs_rows_per_s": runs, "table": [row.to_json() for row in table]}
+    finish(recording, args, table, doc, {}, "\n".join(text),
+           ("metric", "measured", "plain client", "ratio", "target", "met?"))
     return 0
 
 

@@ -94,18 +94,27 @@ def drill_config(**overrides: str) -> Any:
     return BrokerConfig.from_mapping(drill_properties(**overrides))
 
 
+# The paced producer's client settings: a lost leader is looked up again within ~100 ms and a
+# retried request does not wait long, so the time from a kill to the next acknowledgement is
+# the broker's failover, not the client's back-off.
+ACKED_PRODUCER_CONFIG = {"acks": "all", "linger.ms": 5, "message.timeout.ms": 120000, "request.timeout.ms": 10000,
+                         "retry.backoff.ms": 100, "topic.metadata.refresh.interval.ms": 1000, "log_level": 3}
+
+
 class AckedProducer:
-    """A confluent-kafka producer on its own thread: acks=all, records numbered in order, every
-    acknowledgement noted as (partition, offset) -> value."""
+    """A confluent-kafka producer on its own thread sending `rate_per_s` records/s: acks=all,
+    records numbered in order, keyed over 97 keys (so every partition gets some), every
+    acknowledgement noted as (partition, offset) -> value; after `mark(since)`, each record
+    sent from `since` on also noted as (partition, sent, acknowledged), time.monotonic().
+    The drill checks the first against what it reads back; the drill and bench/replication.py
+    time a failover with the second (`first_acks`)."""
 
     def __init__(self, bootstrap: str, topic: str, idempotence: bool, rate_per_s: int) -> None:
         from confluent_kafka import Producer
 
         self.topic = topic
-        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
-                                   "enable.idempotence": idempotence, "message.timeout.ms": 120000,
-                                   "request.timeout.ms": 10000, "retry.backoff.ms": 100,
-                                   "topic.metadata.refresh.interval.ms": 1000, "log_level": 3})
+        self._producer = Producer({"bootstrap.servers": bootstrap, **ACKED_PRODUCER_CONFIG,
+                                   "enable.idempotence": idempotence})
         self._rate = rate_per_s
         self.acked: dict[tuple[int, int], bytes] = {}
         self._since = float("inf")
@@ -372,7 +381,7 @@ def main() -> int:
     args = parser.parse_args()
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    from _phases import stdout_to_stderr
+    from harness.phases import stdout_to_stderr
 
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="rafka-drill-"))
     print(f"starting {BROKERS} brokers in {data_dir}{' with `rafka up`' if args.cli else ''}...", file=sys.stderr)

@@ -10,9 +10,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from _comparison import comparison_rows  # noqa: E402
-from _results import (ConsumeCeilingResult, CpuSpeedResult, LatencyResult, Results, WakeCostResult,  # noqa: E402
-                      WorkloadResult)
+from _produce_consume_table import comparison_rows  # noqa: E402
+from _produce_consume_results import ConsumeCeilingResult, LatencyResult, Results, WorkloadResult  # noqa: E402
+from harness.machine import CpuSpeedResult, WakeCostResult  # noqa: E402
 
 
 def run(broker: str, pair: int, consume_rps: float, produce_rps: float = 1000.0, size: int = 100) -> WorkloadResult:
@@ -140,7 +140,7 @@ def test_the_consume_with_librdkafkas_defaults_is_timed_over_the_records_it_read
 
 
 def test_cpu_speed_times_the_same_work_each_run() -> None:
-    from _machine import cpu_speed
+    from harness.machine import cpu_speed
 
     speed = cpu_speed("now", runs=3, calls=30)
     assert speed.when == "now" and len(speed.cpu_ms) == 3

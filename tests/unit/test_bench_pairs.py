@@ -9,9 +9,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from _latency import pause_s, percentile, records_due  # noqa: E402
-from _pairs import Slot, interleave, paired, paired_ratios, paired_row, spread_of, spread_row  # noqa: E402
-from _results import Row  # noqa: E402
+from _latency import pause_s, records_due  # noqa: E402
+from harness.pairs import Slot, interleave, paired, paired_ratios, paired_row, spread_row  # noqa: E402
+from harness.stats import percentile, spread_of  # noqa: E402
+from harness.table import Row  # noqa: E402
 
 
 def test_interleave_alternates_brokers_within_each_pair() -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from _phases import stdout_to_stderr  # noqa: E402
+from harness.phases import stdout_to_stderr  # noqa: E402
 
 
 def test_output_inside_stdout_to_stderr_reaches_stderr_and_stdout_comes_back(capfd) -> None:

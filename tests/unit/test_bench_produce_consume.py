@@ -17,8 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 import _kafka  # noqa: E402
 import produce_consume  # noqa: E402
-from _kafka import PhaseError  # noqa: E402
-from _results import CpuSpeedResult, RateResult  # noqa: E402
+from harness.phases import PhaseError  # noqa: E402
+from harness.machine import CpuSpeedResult, RateResult  # noqa: E402
 
 Tamper = Callable[[dict[int, list[bytes]]], None]
 
@@ -205,11 +205,11 @@ def script(cluster: FakeCluster, monkeypatch: pytest.MonkeyPatch) -> FakeCluster
     monkeypatch.setattr(produce_consume, "machine_phases", machine)
     monkeypatch.setattr(produce_consume, "ceiling_phases", lambda *a: None)
     monkeypatch.setattr(produce_consume, "startup_phase", lambda *a: None)
-    monkeypatch.setattr(produce_consume._machine, "cpu_speed", lambda when: CpuSpeedResult(when, (90.0, 100.0, 60.0)))
+    monkeypatch.setattr(produce_consume.machine, "cpu_speed", lambda when: CpuSpeedResult(when, (90.0, 100.0, 60.0)))
     return cluster
 
 
-ARGS = ["--pairs", "2", "--records", "500", "--records-1kib", "300", "--idle-topics", "2", "--latency-seconds", "0.05"]
+ARGS = ["--no-record", "--pairs", "2", "--records", "500", "--records-1kib", "300", "--idle-topics", "2", "--latency-seconds", "0.05"]
 
 
 def test_the_script_runs_every_workload_in_pairs_and_reports_medians(script: FakeCluster, capsys) -> None:
@@ -249,6 +249,20 @@ def test_the_text_report_names_tansu_and_shows_ranges(script: FakeCluster, capsy
     assert "CPU speed (after the pairs): one fixed piece of Python, 3 runs back to back, took 60-100 ms" in out
 
 
+def test_the_script_records_its_results_file_and_renders_the_page(script: FakeCluster, tmp_path: Path,
+                                                                 capsys) -> None:
+    args = [a for a in ARGS if a != "--no-record"] + ["--results-dir", str(tmp_path / "results"), "--output", "json"]
+    assert produce_consume.main(args) == 0
+    printed = json.loads(capsys.readouterr().out)
+    recorded = json.loads((tmp_path / "results" / "produce_consume.json").read_text())
+    assert recorded["results"] == json.loads(json.dumps(printed))
+    assert recorded["table"] == printed["table"]
+    assert recorded["command"].startswith("bench/produce_consume.py --pairs 2") and recorded["machine"]["cores"]
+    page = (tmp_path / "RESULTS.md").read_text()
+    assert "## produce_consume: Throughput and latency of rafka beside Tansu" in page
+    assert "| consume 100 B rec/s vs tansu, median of 2 pairs |" in page
+
+
 def test_a_broker_returning_a_duplicate_fails_the_script(script: FakeCluster, capsys) -> None:
     script.tamper = lambda log: log[0].insert(1, log[0][0])
     assert produce_consume.main(ARGS) == 1
@@ -260,12 +274,12 @@ def test_a_broker_returning_a_duplicate_fails_the_script(script: FakeCluster, ca
 def test_the_kernels_autogroup_setting_is_read_from_proc(tmp_path: Path, text: str, expected: bool) -> None:
     setting = tmp_path / "sched_autogroup_enabled"
     setting.write_text(text)
-    assert produce_consume._machine.autogroup_enabled(setting) is expected
-    assert produce_consume._machine.autogroup_enabled(tmp_path / "absent") is None
+    assert produce_consume.machine.autogroup_enabled(setting) is expected
+    assert produce_consume.machine.autogroup_enabled(tmp_path / "absent") is None
 
 
 def test_the_limits_say_whether_autogroup_scheduling_was_on() -> None:
-    from _results import Results
+    from _produce_consume_results import Results
 
     on, off, unknown = Results(), Results(), Results()
     on.settings["sched_autogroup"], off.settings["sched_autogroup"] = True, False

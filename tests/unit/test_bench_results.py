@@ -8,7 +8,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from _results import ConsumeCeilingResult, Results, Row, WorkloadResult  # noqa: E402
+from _produce_consume_results import ConsumeCeilingResult, Results, WorkloadResult  # noqa: E402
+from harness.table import Row  # noqa: E402
 
 
 def run(broker: str, produce_s: float, consume_s: float = 1.0, cpu_s: float = 0.5, size: int = 100) -> WorkloadResult:

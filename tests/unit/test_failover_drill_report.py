@@ -77,3 +77,60 @@ def test_a_replica_that_differs_from_its_leader_is_named(tmp_path) -> None:
     problems = drill.compare_replica_logs(tmp_path, 1, {f"{t}-0": 0 for t in drill.TOPICS})
     assert problems == [f"{t}-0: broker 1's log ({2 * 12 + 4 + 20 + 4 + 30} B) is not a prefix of leader 0's (36 B)"
                         for t in drill.TOPICS]
+
+
+class Delivered:
+    """A delivery report for one record of `partition`."""
+
+    def __init__(self, partition: int, offset: int) -> None:
+        self._partition, self._offset = partition, offset
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+    def value(self) -> bytes:
+        return b"record-%08d" % self._offset
+
+
+@pytest.fixture
+def producer(monkeypatch: pytest.MonkeyPatch) -> drill.AckedProducer:
+    """The drill's producer (bench/replication.py's too) with no client behind it and a clock the
+    test sets: acknowledgements are handed to it as confluent-kafka's delivery callback would."""
+    import confluent_kafka
+
+    monkeypatch.setattr(confluent_kafka, "Producer", lambda config: SimpleNamespace(config=config))
+    now = SimpleNamespace(t=0.0)
+    monkeypatch.setattr(drill.time, "monotonic", lambda: now.t)
+    made = drill.AckedProducer("127.0.0.1:1", "drill", idempotence=False, rate_per_s=10)
+    made.now = now
+    return made
+
+
+def test_the_first_ack_after_a_mark_is_the_earliest_per_partition_of_records_sent_since(producer) -> None:
+    def ack(partition: int, offset: int, sent: float, at: float) -> None:
+        producer.now.t = at
+        producer._on_delivery(sent, None, Delivered(partition, offset))
+
+    ack(0, 0, sent=1.0, at=1.5)            # before the mark: kept for the read-back check, not timed
+    producer.mark(2.0)
+    ack(0, 1, sent=1.9, at=2.6)            # sent before the kill: not a failover's first ack
+    ack(1, 0, sent=2.1, at=3.4)
+    ack(0, 2, sent=2.2, at=3.0)
+    ack(0, 3, sent=2.0, at=3.2)            # sent earlier, acknowledged later: the earlier ack counts
+    assert producer.first_acks(2.0) == {0: 3.0, 1: 3.4}
+    assert producer.first_acks(2.15) == {0: 3.0}
+    assert producer.count() == 5 and producer.acked[(0, 0)] == b"record-00000000"
+
+
+def test_a_failed_delivery_is_counted_by_its_error_name(producer) -> None:
+    producer._on_delivery(1.0, SimpleNamespace(name=lambda: "_MSG_TIMED_OUT"), Delivered(0, 0))
+    assert producer.errors == {"_MSG_TIMED_OUT": 1} and producer.count() == 0
+
+
+def test_the_producer_is_acks_all_with_the_drills_client_settings(producer) -> None:
+    config = producer._producer.config
+    assert config["acks"] == "all" and config["enable.idempotence"] is False
+    assert {k: config[k] for k in drill.ACKED_PRODUCER_CONFIG} == drill.ACKED_PRODUCER_CONFIG

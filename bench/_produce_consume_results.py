@@ -1,18 +1,14 @@
-"""Result records of the throughput benchmark, and the table that compares them.
-
-Each measurement is a small frozen dataclass; `Row` is one line of the final table
-(metric, rafka, peer/limit, ratio, target, met?).
-"""
+"""Result records of bench/produce_consume.py: each measurement a small frozen dataclass, and
+`Results`, everything one run measured (its table is bench/_produce_consume_table.py)."""
 from __future__ import annotations
 
-import math
-import statistics
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
-MIB = 1024 * 1024
-MB = 1_000_000
+from _procmem import MemoryResult
+from _rafka import StartupResult
+from harness.machine import CpuSpeedResult, RateResult, WakeCostResult
+from harness.stats import MB
 
 
 @dataclass(frozen=True)
@@ -29,7 +25,7 @@ class WorkloadResult:
     consume_defaults_s: float = 0.0  # the same consume again, with librdkafka's default settings
     consumed_defaults: int | None = None  # records that consume read (its first ones); None: `consumed`
     produce_untimed: int = 0  # of `records`, those produced and acknowledged before the clock started
-    pair: int = 0  # which interleaved pair of runs this one belongs to (bench/_pairs.py)
+    pair: int = 0  # which interleaved pair of runs this one belongs to (bench/harness/pairs.py)
     # The untimed first writes of a new producer to a new topic, one record to each partition,
     # until all were acknowledged (bench/_kafka.py `produce`): a new topic's start, not its rate.
     first_writes_s: float = 0.0
@@ -128,121 +124,6 @@ class ConsumeCeilingResult:
         return self.cpu_s / self.seconds
 
 
-@dataclass(frozen=True)
-class RateResult:
-    """Bytes moved in seconds: loopback TCP or sequential disk writes."""
-
-    what: str
-    bytes: int
-    seconds: float
-    detail: str = ""
-
-    @property
-    def mbps(self) -> float:
-        return self.bytes / self.seconds / MB
-
-
-@dataclass(frozen=True)
-class MemoryResult:
-    """Proportional set size of the idle cluster's processes."""
-
-    total_bytes: int
-    processes: tuple[tuple[int, str, int], ...]  # (pid, name, pss bytes)
-    driver_bytes: int  # the benchmark process itself (not in total_bytes)
-
-    @property
-    def total_mib(self) -> float:
-        return self.total_bytes / MIB
-
-
-@dataclass(frozen=True)
-class StartupResult:
-    """Seconds `rafka up --detach` took to print its bootstrap address."""
-
-    seconds: float
-    bootstrap: str
-
-
-@dataclass(frozen=True)
-class WakeCostResult:
-    """The CPU of one fixed piece of Python work run back to back, and run once after each
-    sleep of `gap_ms`: what being woken costs a process on this machine (medians, µs). A
-    process woken every few ms (a replica at a steady rate) pays the slower figure per record."""
-
-    hot_us: float
-    after_sleep_us: dict[float, float]   # ms asleep before the work -> its CPU in µs
-
-    def slowdown(self, gap_ms: float) -> float:
-        """How many times the back-to-back CPU the work costs after `gap_ms` asleep."""
-        return self.after_sleep_us[gap_ms] / self.hot_us
-
-    def describe(self) -> str:
-        after = ", ".join(f"{self.slowdown(gap):.1f}x after {gap:g} ms" for gap in sorted(self.after_sleep_us))
-        return f"Python work woken from sleep: {self.hot_us:.0f} µs of CPU back to back, {after} asleep"
-
-
-@dataclass(frozen=True)
-class Spread:
-    """Median, lowest and highest of some runs' values, and their spread around the median."""
-
-    values: tuple[float, ...]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.values)
-
-    @property
-    def low(self) -> float:
-        return min(self.values)
-
-    @property
-    def high(self) -> float:
-        return max(self.values)
-
-    @property
-    def spread(self) -> float:
-        """(highest - lowest) / median: 0.3 means the runs lie within 30% of the median."""
-        return (self.high - self.low) / self.median if self.median else float("inf")
-
-    def to_json(self) -> dict[str, float | int]:
-        return {"n": len(self.values), "median": self.median, "min": self.low, "max": self.high,
-                "spread": self.spread}
-
-
-def spread_of(values: Iterable[float]) -> Spread | None:
-    """The Spread of `values`, or None when there are none."""
-    found = tuple(values)
-    return Spread(found) if found else None
-
-
-@dataclass(frozen=True)
-class CpuSpeedResult:
-    """The thread CPU, in ms, of one fixed piece of Python run `len(cpu_ms)` times back to back,
-    `when` in the benchmark. The work never changes, so its spread is the machine's own: on a
-    VM the same code runs faster or slower from one second to the next as the host's other
-    guests come and go, and every rate measured beside it moves with it."""
-
-    when: str
-    cpu_ms: tuple[float, ...]
-
-    @property
-    def runs(self) -> Spread:
-        """The runs' CPU times; their spread is judged as the consume spread is."""
-        return Spread(self.cpu_ms)
-
-    def describe(self) -> str:
-        runs = self.runs
-        return (f"CPU speed ({self.when}): one fixed piece of Python, {len(self.cpu_ms)} runs back to back,"
-                f" took {runs.low:.0f}-{runs.high:.0f} ms of CPU (median {runs.median:.0f}):"
-                f" spread {runs.spread:.0%}, the fastest run {runs.median / runs.low:.2f}x the median's speed")
-
-
-def cpu_speed_spread(results: list[CpuSpeedResult]) -> float | None:
-    """The spread of every run of `results` together (None when none ran)."""
-    runs = spread_of(ms for r in results for ms in r.cpu_ms)
-    return runs.spread if runs else None
-
-
 @dataclass
 class Results:
     """Everything one run measured, plus the phases that failed (name -> error text)."""
@@ -309,91 +190,3 @@ class Results:
             "failures": self.failures,
             "load_average": self.load_average,
         }
-
-
-@dataclass(frozen=True)
-class Row:
-    """One line of the final table. `target` is (op, value) with op '>=' or '<=' on the ratio.
-
-    A row of paired runs also carries each side's [min, max] range and the median of the
-    per-pair ratios (`given_ratio`, with `ratio_given`), which is its ratio; `unjudged`, when
-    set, is shown instead of the verdict (too few runs to judge).
-    """
-
-    metric: str
-    rafka: float | None
-    peer: float | None
-    unit: str = ""
-    target: tuple[str, float] | None = None
-    rafka_range: tuple[float, float] | None = None
-    peer_range: tuple[float, float] | None = None
-    given_ratio: float | None = None
-    ratio_given: bool = False
-    unjudged: str = ""
-
-    @property
-    def ratio(self) -> float | None:
-        if self.ratio_given:
-            return self.given_ratio
-        if self.rafka is None or self.peer is None or self.peer == 0:
-            return None
-        return self.rafka / self.peer
-
-    @property
-    def met(self) -> str:
-        if self.target is None:
-            return ""
-        if self.ratio is None:
-            return "n/a"
-        if self.unjudged:
-            return self.unjudged
-        op, value = self.target
-        ok = self.ratio >= value if op == ">=" else self.ratio <= value
-        return "yes" if ok else "NO"
-
-    def cells(self) -> list[str]:
-        target = f"{self.target[0]} {self.target[1]:g}x" if self.target else ""
-        ratio = "-" if self.ratio is None else f"{self.ratio:.2f}x"
-        return [self.metric, _with_range(self.rafka, self.rafka_range, self.unit),
-                _with_range(self.peer, self.peer_range, self.unit), ratio, target, self.met]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"metric": self.metric, "rafka": self.rafka, "rafka_range": self.rafka_range, "peer": self.peer,
-                "peer_range": self.peer_range, "unit": self.unit, "ratio": self.ratio, "target": self.target,
-                "met": self.met}
-
-
-def _with_range(value: float | None, span: tuple[float, float] | None, unit: str) -> str:
-    """`value`, then ` [low-high]` when a range is given."""
-    text = _fmt(value, unit)
-    return f"{text} [{_fmt(span[0], unit)}-{_fmt(span[1], unit)}]" if span and value is not None else text
-
-
-def _fmt(value: float | None, unit: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if unit == "rec/s":
-        return f"{value:,.0f}"
-    if unit in ("MB/s", "MiB"):
-        return f"{value:,.1f}"
-    if unit == "s":
-        return f"{value:.1f}"
-    if unit == "ms":
-        return f"{value:,.1f}"
-    if unit == "ratio":
-        return f"{value:.2f}"
-    return f"{value:g}"
-
-
-def render_table(rows: list[Row], headers: tuple[str, ...] = ("metric", "rafka", "peer/limit", "ratio",
-                                                               "target", "met?")) -> str:
-    """Rows as a fixed-width text table (numbers right-aligned)."""
-    cells = [list(headers)] + [row.cells() for row in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(headers))]
-    align: list[Callable[[str, int], str]] = [str.ljust] + [str.rjust] * 3 + [str.ljust] * 2
-    lines = []
-    for n, line in enumerate(cells):
-        lines.append("  ".join(align[i](c, widths[i]) for i, c in enumerate(line)).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return "\n".join(lines)

@@ -6,9 +6,11 @@ import contextlib
 import os
 import signal
 import sys
+import tempfile
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 T = TypeVar("T")
@@ -20,16 +22,22 @@ class HasFailures(Protocol):
     failures: dict[str, str]
 
 
+class HasLoadAverage(Protocol):
+    """A run's results: the load averages at its "start" and "end"."""
+
+    load_average: dict[str, tuple[float, float, float]]
+
+
 def log(message: str) -> None:
     """A timestamped progress line on stderr."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-def size_label(size: int) -> str:
-    return "1 KiB" if size == 1024 else f"{size} B"
-
-
 # -- running phases ----------------------------------------------------------------------
+
+class PhaseError(RuntimeError):
+    """A benchmark phase could not finish (a broker error, a timeout, a count mismatch)."""
+
 
 class PhaseTimeout(Exception):
     """A phase ran past its deadline (raised from SIGALRM)."""
@@ -65,12 +73,11 @@ def run_phase(results: HasFailures, name: str, fn: Callable[[], T], timeout_s: f
     return value
 
 
-@contextlib.contextmanager
-def print_failures(results: HasFailures) -> None:
-    """The phases that failed, one line each (their tracebacks went to stderr)."""
-    if results.failures:
+def print_failures(failures: Mapping[str, str]) -> None:
+    """The phases that failed (name -> error), one line each on stdout (their tracebacks went to stderr)."""
+    if failures:
         print("\nfailed phases (tracebacks on stderr):")
-        for name, error in results.failures.items():
+        for name, error in failures.items():
             print(f"  {name}: {error.splitlines()[0] if error else ''}")
 
 
@@ -90,3 +97,29 @@ def stdout_to_stderr() -> Iterator[None]:
         sys.stdout.flush()
         os.dup2(saved, 1)
         os.close(saved)
+
+
+def run_directory(stack: contextlib.ExitStack, given: Path | None, prefix: str) -> Path:
+    """Where a run keeps its data and logs: `given` (made if missing, and kept), or else a fresh
+    temporary directory named `prefix`..., removed when `stack` closes."""
+    if given:
+        given = given.absolute()
+        given.mkdir(parents=True, exist_ok=True)
+        return given
+    return Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix)))
+
+
+@contextlib.contextmanager
+def scenario_run(results: HasLoadAverage, given: Path | None, prefix: str) -> Iterator[tuple[contextlib.ExitStack, Path]]:
+    """A scenario's run: stdout kept for its results (`stdout_to_stderr`), its directory
+    (`run_directory`), the load average at its start and end in `results.load_average`, and how
+    long it took on stderr. Yields the run's ExitStack (for what must stop with it) and its
+    directory."""
+    started = time.perf_counter()
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(stdout_to_stderr())
+        directory = run_directory(stack, given, prefix)
+        results.load_average["start"] = os.getloadavg()
+        yield stack, directory
+    results.load_average["end"] = os.getloadavg()
+    log(f"finished in {time.perf_counter() - started:.0f} s")

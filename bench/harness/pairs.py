@@ -1,5 +1,5 @@
-"""Interleaved pairs of runs and their statistics: the order rafka and its peer run in, and the
-medians, ranges and per-pair ratios the comparison table shows.
+"""Interleaved pairs of runs: the order rafka and its peer run in, and the one notion of a pair's
+ratio (the median of the ratios within each pair), with the table rows built from them.
 
 A machine's load drifts (other work, thermal limits, page cache), so runs of one broker all
 taken before the other's would compare two moments, not two brokers. Each pair runs the same
@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from _results import Row, Spread, spread_of
+from harness.stats import Spread, spread_of
+from harness.table import Row
 
 W = TypeVar("W")
 # Fewer pairs than this and a comparison's target is shown but not judged.

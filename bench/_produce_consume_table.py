@@ -2,9 +2,11 @@
 client's ceilings and the machine's limits, with issue 25's targets. Pure: from `Results` only."""
 from __future__ import annotations
 
-from _pairs import MIN_PAIRS, paired_row, spread_row
-from _phases import size_label
-from _results import Results, Row, cpu_speed_spread, spread_of
+from _produce_consume_results import Results
+from harness.machine import cpu_speed_spread
+from harness.pairs import MIN_PAIRS, paired_row, spread_row
+from harness.stats import spread_of
+from harness.table import Row, size_label
 
 RECORD_SIZES = (100, 1024)
 BROKERS = ("rafka", "tansu")

@@ -1,23 +1,117 @@
-"""Machine limits: loopback TCP throughput, sequential disk write rate, what waking costs, how
-steady the CPU's speed is, and the kernel's autogroup setting."""
+"""The machine a benchmark ran on: its figures (cores, CPU model, memory, kernel, load), which
+every results file records, and its limits measured: loopback TCP throughput, sequential disk
+write rate, what waking costs, how steady the CPU's speed is, and the kernel's autogroup
+setting. A rate is only read beside the machine that gave it."""
 from __future__ import annotations
 
+import os
+import platform
 import re
 import socket
 import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from _kafka import PhaseError
-from _results import CpuSpeedResult, RateResult, WakeCostResult
+from harness.phases import PhaseError
+from harness.stats import MB, Spread, spread_of
 
 GIB = 1024 ** 3
 AUTOGROUP_SETTING = Path("/proc/sys/kernel/sched_autogroup_enabled")
+CPU_INFO = Path("/proc/cpuinfo")
+MEMORY_INFO = Path("/proc/meminfo")
 SOCKET_BUFFER = 4 * 1024 * 1024
-SINK = Path(__file__).with_name("_loopback_sink.py")
+SINK = Path(__file__).with_name("loopback_sink.py")
 DD_SUMMARY = re.compile(r"^(\d+) bytes .* copied, ([\d.,]+) s", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class RateResult:
+    """Bytes moved in seconds: loopback TCP or sequential disk writes."""
+
+    what: str
+    bytes: int
+    seconds: float
+    detail: str = ""
+
+    @property
+    def mbps(self) -> float:
+        return self.bytes / self.seconds / MB
+
+
+@dataclass(frozen=True)
+class WakeCostResult:
+    """The CPU of one fixed piece of Python work run back to back, and run once after each
+    sleep of `gap_ms`: what being woken costs a process on this machine (medians, µs). A
+    process woken every few ms (a replica at a steady rate) pays the slower figure per record."""
+
+    hot_us: float
+    after_sleep_us: dict[float, float]   # ms asleep before the work -> its CPU in µs
+
+    def slowdown(self, gap_ms: float) -> float:
+        """How many times the back-to-back CPU the work costs after `gap_ms` asleep."""
+        return self.after_sleep_us[gap_ms] / self.hot_us
+
+    def describe(self) -> str:
+        after = ", ".join(f"{self.slowdown(gap):.1f}x after {gap:g} ms" for gap in sorted(self.after_sleep_us))
+        return f"Python work woken from sleep: {self.hot_us:.0f} µs of CPU back to back, {after} asleep"
+
+
+@dataclass(frozen=True)
+class CpuSpeedResult:
+    """The thread CPU, in ms, of one fixed piece of Python run `len(cpu_ms)` times back to back,
+    `when` in the benchmark. The work never changes, so its spread is the machine's own: on a
+    VM the same code runs faster or slower from one second to the next as the host's other
+    guests come and go, and every rate measured beside it moves with it."""
+
+    when: str
+    cpu_ms: tuple[float, ...]
+
+    @property
+    def runs(self) -> Spread:
+        """The runs' CPU times; their spread is judged as the consume spread is."""
+        return Spread(self.cpu_ms)
+
+    def describe(self) -> str:
+        runs = self.runs
+        return (f"CPU speed ({self.when}): one fixed piece of Python, {len(self.cpu_ms)} runs back to back,"
+                f" took {runs.low:.0f}-{runs.high:.0f} ms of CPU (median {runs.median:.0f}):"
+                f" spread {runs.spread:.0%}, the fastest run {runs.median / runs.low:.2f}x the median's speed")
+
+
+def cpu_speed_spread(results: list[CpuSpeedResult]) -> float | None:
+    """The spread of every run of `results` together (None when none ran)."""
+    runs = spread_of(ms for r in results for ms in r.cpu_ms)
+    return runs.spread if runs else None
+
+
+def machine_figures(cpu_info: Path = CPU_INFO, memory_info: Path = MEMORY_INFO) -> dict[str, Any]:
+    """What a results file says of the machine: cores, CPU model, memory, OS and kernel,
+    Python, the 1-minute load average now, and whether autogroup scheduling is on. A figure
+    this machine does not have is None."""
+    def read(path: Path) -> str:
+        try:
+            return path.read_text()
+        except OSError:
+            return ""
+    model = re.search(r"^model name\s*:\s*(.+)$", read(cpu_info), re.MULTILINE)
+    memory = re.search(r"^MemTotal:\s*(\d+) kB", read(memory_info), re.MULTILINE)
+    return {"cores": os.cpu_count(), "cpu": model.group(1).strip() if model else platform.processor() or None,
+            "memory_gib": round(int(memory.group(1)) * 1024 / GIB, 1) if memory else None,
+            "system": f"{platform.system()} {platform.release()}", "python": platform.python_version(),
+            "load_average_1m": round(os.getloadavg()[0], 2), "sched_autogroup": autogroup_enabled()}
+
+
+def describe_machine(figures: dict[str, Any]) -> str:
+    """`machine_figures` in one line: "2 cores (AMD EPYC 7B13), 7.8 GiB, Linux 6.1, Python 3.11, load 0.4"."""
+    cpu = f" ({figures['cpu']})" if figures.get("cpu") else ""
+    memory = f", {figures['memory_gib']:g} GiB" if figures.get("memory_gib") is not None else ""
+    load = f", load {figures['load_average_1m']:g} at the start" if figures.get("load_average_1m") is not None else ""
+    return (f"{figures.get('cores')} cores{cpu}{memory}, {figures.get('system')}, Python {figures.get('python')}"
+            f"{load}")
 
 
 def loopback_throughput(total: int = GIB, chunk: int = SOCKET_BUFFER) -> RateResult:
