@@ -201,6 +201,12 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
               "rafka: how long a replica with no writes (no produce, no follower catching up, no "
               "DeleteRecords or cleaning) keeps its process; then it closes cleanly and its broker serves "
               "reads from its files until a write wakes it. -1: replicas never go dormant.", minimum=-1),
+    ConfigKey("replica.dormant.retry.horizon.ms", int, 30_100,
+              "rafka: a replica that appended within this long is never put to rest, neither after "
+              "replica.dormant.after.ms nor early to make room under replica.max.live.processes (a wake "
+              "then goes over the cap): a producer whose answers were lost retries within its "
+              "request.timeout.ms plus retry.backoff.ms (30000 + 100 with Kafka's client defaults). "
+              "0: no horizon.", minimum=0),
     ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", int, LONG_MAX,
               "Bytes per second a replica move between log dirs (AlterReplicaLogDirs) copies at most.", minimum=1),
     ConfigKey("auto.leader.rebalance.enable", _parse_bool, True,
@@ -299,6 +305,7 @@ class LogConfig:
     flush_scheduler_interval_ms: int = LONG_MAX
     replica_lag_time_max_ms: int = 30000
     replica_dormant_after_ms: int = 300_000
+    replica_dormant_retry_horizon_ms: int = 30_100
 
     @property
     def compact(self) -> bool:
@@ -388,6 +395,7 @@ class BrokerConfig:
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = 30000
     replica_dormant_after_ms: int = 300_000
+    replica_dormant_retry_horizon_ms: int = 30_100
     replica_spare_processes: int = 4
     replica_max_live_processes: int = 128
     replica_alter_log_dirs_io_max_bytes_per_second: int = LONG_MAX
@@ -495,6 +503,7 @@ class BrokerConfig:
             flush_scheduler_interval_ms=self.log_flush_scheduler_interval_ms,
             replica_lag_time_max_ms=self.replica_lag_time_max_ms,
             replica_dormant_after_ms=self.replica_dormant_after_ms,
+            replica_dormant_retry_horizon_ms=self.replica_dormant_retry_horizon_ms,
         )
 
 
