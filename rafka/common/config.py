@@ -195,8 +195,8 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
               "Once no replica has started for replica.dormant.after.ms, none is kept.", minimum=0),
     ConfigKey("replica.max.live.processes", int, 128,
               "rafka: replica processes a broker runs at most for wakes of dormant replicas; at the cap, "
-              "the replicas idle longest are put to rest early to make room (a wake that finds no idle "
-              "one within 10 s goes ahead over it). -1: no cap.", minimum=-1),
+              "the replicas idle longest are put to rest early to make room (a wake goes ahead over it "
+              "when none came to rest for 10 s, or after 20 s in all). -1: no cap.", minimum=-1),
     ConfigKey("replica.dormant.after.ms", int, 300_000,
               "rafka: how long a replica with no writes (no produce, no follower catching up, no "
               "DeleteRecords or cleaning) keeps its process; then it closes cleanly and its broker serves "
