@@ -229,11 +229,16 @@ def test_a_produce_waits_for_the_wake_within_half_its_timeout_then_is_withdrawn(
     asyncio.run(main())
 
 
+def waiting_produce(tmp_path):
+    """A dormant channel whose wake was asked for by a produce still waiting: (channel, wakes, answer)."""
+    woken = []
+    channel = DormantChannel(TP, closed_log(tmp_path), woken.append)
+    return channel, woken, channel.append(b"one", 1, timeout_ms=30_000)
+
+
 def test_a_wake_the_broker_did_not_answer_in_time_is_asked_again_and_callers_wait_on(tmp_path):
     async def main():
-        woken = []
-        channel = DormantChannel(TP, closed_log(tmp_path), woken.append)
-        waiting = channel.append(b"one", 1, timeout_ms=30_000)
+        channel, woken, waiting = waiting_produce(tmp_path)
         channel.wake_timed_out()
         assert woken == [TP, TP] and not waiting.done()
         live = LiveChannel()
@@ -246,9 +251,7 @@ def test_a_wake_the_broker_did_not_answer_in_time_is_asked_again_and_callers_wai
 
 def test_a_wake_the_broker_refused_answers_the_waiting_produce_as_lost(tmp_path):
     async def main():
-        woken = []
-        channel = DormantChannel(TP, closed_log(tmp_path), woken.append)
-        waiting = channel.append(b"one", 1, timeout_ms=30_000)
+        channel, _, waiting = waiting_produce(tmp_path)
         channel.wake_failed()
         assert (await waiting).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
     asyncio.run(main())
