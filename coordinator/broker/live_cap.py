@@ -12,7 +12,7 @@ broker grows rather than stalls its writes. A long queue of wakes behind rests t
 waits its turn, but no wake waits more than `max_wait_s` in all (issue 56: under load, rests
 trickling in every few seconds kept each waiter's deadline moving, and writes held for those
 wakes outlived their clients' 30 s request timeout). A round that rests nothing is retried
-after a pause that doubles up to `MAX_RETRY_AFTER_S`: each round asks every live replica how
+after a pause that doubles up to `MAX_RETRY_AFTER_S` (a fifth of `wait_s` at most): each round asks every live replica how
 idle it is (one Ray call each), and five rounds a second of a hundred calls each took a core
 of a loaded 2-core machine from the requests the wakes were for.
 
@@ -44,7 +44,7 @@ class LiveReplicaCap:
         self._live = live                # replicas running now
         self._make_room = make_room      # rest up to n idle replicas; how many it rested
         self._wait_s, self._retry_after_s, self._max_wait_s = wait_s, retry_after_s, max_wait_s
-        self._max_retry_after_s = max_retry_after_s
+        self._max_retry_after_s = min(max_retry_after_s, wait_s / 5)   # (a few rounds in every wait)
         self._pause_s = retry_after_s    # before the next round, after one that freed nothing
         self._admitted = 0               # wakes let through whose replica may not count in `live()` yet
         self._waiting = 0                # wakes waiting for room

@@ -171,13 +171,13 @@ def test_no_wake_waits_longer_than_max_wait_even_while_rests_keep_coming():
 
 def test_rounds_that_free_nothing_back_off():
     """Every live replica busy: each round asks all of them (a Ray call each) for nothing, so the
-    pause between rounds doubles (0.05, 0.1, 0.2, 0.4, 0.4...) instead of asking 5 times a second."""
+    pause between rounds doubles (0.05, 0.1, 0.2, 0.4, 0.4...) instead of asking 20 times a second."""
     async def scenario():
         broker = Broker({"busy-1": 0.0, "busy-2": 0.0})
-        broker.cap = LiveReplicaCap(2, broker.live, broker.make_room, wait_s=1.0, retry_after_s=0.05,
+        broker.cap = LiveReplicaCap(2, broker.live, broker.make_room, wait_s=2.0, retry_after_s=0.05,
                                     max_retry_after_s=0.4)
         await broker.wake("x", [])
         return broker
     broker = asyncio.run(scenario())
     assert broker.cap.over_cap == 1
-    assert 4 <= len(broker.rounds) <= 6, broker.rounds   # 1.0 s at a steady 0.05: about 20
+    assert 2 <= len(broker.rounds) <= 9, broker.rounds   # 2 s at a steady 0.05: about 40
