@@ -296,7 +296,7 @@ class BrokerCoordinator:
                 "spare_replica_processes": self._launcher.spares,
                 "spare_replica_processes_starting": self._launcher.spares_starting,
                 "max_live_replica_processes": self._live_cap.limit, "wakes_over_the_cap": self._live_cap.over_cap,
-                "leaders": len(led),
+                "leaders": len(led), "rests": self._reconciler.rests, "wakes": self._reconciler.wakes,
                 "under_replicated_partitions": sorted(f"{t}-{i.partition}" for t, i in _partitions(metadata)
                                                       if i.leader == me and len(i.isr) < len(i.replicas)),
                 "offline_partitions": sorted(f"{t}-{i.partition}" for t, i in _partitions(metadata)

@@ -12,6 +12,15 @@ its `ReplicaChannel` with the same methods, so handlers need not know:
   leader epoch, a timestamp lookup) first wakes the replica (`wake(tp)`, once) and is then
   sent to it, in the order the calls came, before anything sent to the new channel directly.
 
+A rest is invisible to clients (issue 56): a produce or a timestamp lookup waits for the wake
+rather than being answered NOT_LEADER_OR_FOLLOWER, bounded by the request's own time (half a
+produce's `timeout_ms`, as for a starting leader, so the answer reaches the client before its
+own request timeout; `STARTING_WAIT_MS` for a lookup). A call still waiting then is withdrawn
+(nothing of it is sent to the replica later, so nothing is written) and answered
+REQUEST_TIMED_OUT, which every client retries on the same connection. Only a wake that the
+broker says did not happen (the partition offline or gone) answers NOT_LEADER_OR_FOLLOWER; a
+wake the broker did not answer in time is asked again (`wake_timed_out`).
+
 While the replica is being closed (`pending`: the front end stopped sending it requests, the
 broker has not yet said the log is closed) reads wait for the closed log too.
 Runs on the front end's event loop; not thread-safe.
@@ -26,6 +35,7 @@ from rafka.common.errors import ErrorCode
 from rafka.common.events import first_of
 from rafka.common.types import TopicPartition
 from rafka.partition_worker.closed_log import ClosedLog, ClosedLogError, ClosedLogReader
+from rafka.net.routing import STARTING_WAIT_MS
 from rafka.partition_worker.messages import (
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, DeleteRecordsResult, FetchResult,
     FollowerAppendResult, OffsetLookup, ProduceResult,
@@ -34,6 +44,7 @@ from rafka.partition_worker.messages import (
 log = logging.getLogger(__name__)
 
 _LOST = FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+_WAKE_LATE = "the partition's replica is still waking (it had been put to rest)"
 
 
 class DormantRead:
@@ -109,6 +120,8 @@ class DormantChannel:
         self._ended, self._live = True, channel
         deferred, self._deferred = self._deferred, []
         for call, future, if_lost in deferred:
+            if future.done():
+                continue
             if channel is None:
                 future.set_result(if_lost)
             else:
@@ -117,12 +130,21 @@ class DormantChannel:
         self._changed()
 
     def wake_failed(self) -> None:
-        """The broker could not be asked to wake it: the calls waiting for it are answered as
-        lost (clients retry) and the next one asks again."""
+        """The broker says it did not wake it (the partition is offline, or no longer here): the
+        calls waiting for it are answered as lost (clients retry) and the next one asks again."""
         self._wake_asked = False
         deferred, self._deferred = self._deferred, []
         for _, future, if_lost in deferred:
-            future.set_result(if_lost)
+            if not future.done():
+                future.set_result(if_lost)
+
+    def wake_timed_out(self) -> None:
+        """The broker did not answer the wake in time (it may still be under way, behind others):
+        the calls waiting keep waiting, each within its own bound, and the wake is asked again."""
+        self._wake_asked = False
+        if self._deferred and not self._ended:
+            self._wake_asked = True
+            self._wake(self.tp)
 
     def close(self) -> None:
         if self._reader is not None:
@@ -134,22 +156,47 @@ class DormantChannel:
         self._state_changed = asyncio.Event()
 
     # -- writes and other calls that need the replica --------------------------------------
-    def _through_replica(self, call: Callable[[Any], Awaitable], if_lost: Any) -> Awaitable:
-        """`call(the replica's channel)` once it runs, queued now (calls keep their order)."""
+    def _through_replica(self, call: Callable[[Any], Awaitable], if_lost: Any, *,
+                         bound_s: float | None = None, if_late: Any = None) -> Awaitable:
+        """`call(the replica's channel)` once it runs, queued now (calls keep their order). With
+        `bound_s`, a call still queued that long after is withdrawn (never made) and answered
+        `if_late`."""
         if self._ended:
             if self._live is None:
                 return _done(if_lost)
             return call(self._live)
-        future = asyncio.get_running_loop().create_future()
-        self._deferred.append((call, future, if_lost))
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        entry = (call, future, if_lost)
+        self._deferred.append(entry)
+        if bound_s is not None:
+            timer = loop.call_later(max(bound_s, 0.0), self._withdraw, entry, if_late, bound_s)
+            future.add_done_callback(lambda _: timer.cancel())
         if not self._wake_asked:
             self._wake_asked = True
             self._wake(self.tp)
         return future
 
+    def _withdraw(self, entry: tuple[Callable[[Any], Awaitable], asyncio.Future, Any], if_late: Any,
+                  bound_s: float) -> None:
+        """A queued call's bound passed before the wake: it is never made, and answered `if_late`
+        (a call already handed on is the replica's to answer)."""
+        for i, queued in enumerate(self._deferred):
+            if queued is entry:
+                del self._deferred[i]
+                if not entry[1].done():
+                    entry[1].set_result(if_late)
+                log.info("%s: a request waited %.1f s for its replica to wake; answered without it", self.tp, bound_s)
+                return
+
     def append(self, records: Any, acks: int, timeout_ms: int = 0) -> Awaitable[ProduceResult]:
+        """A produce once the replica runs; REQUEST_TIMED_OUT, with nothing written, when the
+        wake takes more than half its `timeout_ms` (unbounded for acks=0 or no timeout: no one
+        waits for its answer)."""
+        bound_s = timeout_ms / 2000 if timeout_ms > 0 and acks != 0 else None
         return self._through_replica(lambda c: c.append(records, acks, timeout_ms),
-                                     ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+                                     ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER), bound_s=bound_s,
+                                     if_late=ProduceResult(ErrorCode.REQUEST_TIMED_OUT, error_message=_WAKE_LATE))
 
     def delete_records(self, offset: int) -> Awaitable[DeleteRecordsResult]:
         return self._through_replica(lambda c: c.delete_records(offset),
@@ -269,7 +316,8 @@ class DormantChannel:
                 return _done(OffsetLookup(ErrorCode.NONE, -1, closed.high_watermark, closed.latest_epoch))
             if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 return _done(OffsetLookup(ErrorCode.NONE, -1, closed.log_start_offset, closed.latest_epoch))
-        return self._through_replica(lambda c: c.list_offset(timestamp), OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+        return self._through_replica(lambda c: c.list_offset(timestamp), OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER),
+                                     bound_s=STARTING_WAIT_MS / 1000, if_late=OffsetLookup(ErrorCode.REQUEST_TIMED_OUT))
 
     async def offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int) -> tuple[ErrorCode, int, int]:
         closed = self.closed

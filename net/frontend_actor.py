@@ -225,14 +225,18 @@ class Frontend:
         asyncio.ensure_future(self._ask_to_wake(tp))
 
     async def _ask_to_wake(self, tp: TopicPartition) -> None:
+        timed_out = False
         try:
             await self._ask_coordinator("wake_replica", tp, wait_ms=WAKE_WAIT_MS)
-        except CoordinatorCallError:
-            pass
+        except CoordinatorCallError as e:
+            timed_out = e.code is ErrorCode.REQUEST_TIMED_OUT
         for table in (self._channels, self._follower_channels):
             channel = table.get(tp)
             if isinstance(channel, DormantChannel) and not channel.ended and not channel.pending:
-                channel.wake_failed()   # (not woken, and no publication said why: its callers retry)
+                if timed_out:
+                    channel.wake_timed_out()   # (a wake queued behind others: its callers wait on, bounded)
+                else:
+                    channel.wake_failed()   # (not woken, and no publication said why: its callers retry)
 
     # -- BrokerServices --------------------------------------------------------------
     def channel(self, tp: TopicPartition) -> Channel | None:

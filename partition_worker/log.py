@@ -25,7 +25,9 @@ Idempotent producers (KIP-98): the log owns a `ProducerStateManager`. Every clie
 checked against it before it is written (duplicates are answered with their first offsets and
 not written again); a snapshot `<offset>.snapshot` is written at every roll and at `close`,
 and `open` loads the newest usable snapshot and replays the batches after it, as Kafka's
-`UnifiedLog.loadProducerState`. Snapshots above the recovered log end are deleted first.
+`UnifiedLog.loadProducerState`. Snapshots above the recovered log end are deleted first. The
+snapshot holds each producer's last five batches (Kafka's format, one entry per batch: see
+`ProducerStateManager`), so a rest (close, then open on a wake) keeps the dedupe window.
 
 The log start offset is state of its own (Kafka's `logStartOffset`): DeleteRecords moves it
 into the middle of a segment, retention (`retention.py`) moves it to the new first segment's

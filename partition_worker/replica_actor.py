@@ -44,6 +44,7 @@ from rafka.partition_worker.messages import (
     AlterIsr, DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup, ProduceResult, Region,
     ReplicaStatus,
 )
+from rafka.partition_worker.rest_horizon import RestReadiness
 from rafka.partition_worker.replica_state import LeaderAndIsr, ReplicaState
 
 state_change = logging.getLogger("rafka.state_change")
@@ -117,7 +118,8 @@ class PartitionReplica:
         # never goes back, so after a restart or a dormancy consumers see what they saw before.
         known_hw = checkpoint.high_watermark if checkpoint is not None and checkpoint.high_watermark else 0
         self._state = ReplicaState(broker_id=broker_id, high_watermark=min(known_hw, self._log.log_end_offset))
-        self._last_write = time.monotonic()   # for dormancy (`replica.dormant.after.ms`)
+        # for dormancy (`replica.dormant.after.ms`, `replica.dormant.retry.horizon.ms`)
+        self._readiness = RestReadiness(time.monotonic(), config.replica_dormant_retry_horizon_ms)
         self._awaiting_replication = 0        # acks=all appends not answered yet
         self._idle_task: asyncio.Task | None = None
         self._appended = asyncio.Event()   # for reads by actor call (`read`)
@@ -571,7 +573,7 @@ class PartitionReplica:
                                          log_append_time_ms=info.log_append_time_ms,
                                          log_start_offset=self._log.log_start_offset))
         self._state.advance_high_watermark(self._log.log_end_offset)
-        self._wrote()
+        self._readiness.appended(time.monotonic())   # (no rest inside the producers' retry horizon)
         self._wake_fetchers()
         self._log_went_offline()
         return results
@@ -724,7 +726,7 @@ class PartitionReplica:
     # -- dormancy (replica.dormant.after.ms) ----------------------------------------------
     def _wrote(self) -> None:
         """Something changed the log or the role: the replica is busy, not idle."""
-        self._last_write = time.monotonic()
+        self._readiness.wrote(time.monotonic())
 
     def quiet(self) -> bool:
         """Whether this replica could close now and lose nothing a reader of its files needs:
@@ -744,8 +746,10 @@ class PartitionReplica:
         return state.leader >= 0 and state.high_watermark == end
 
     def idle_for_ms(self) -> float:
-        """Milliseconds since the last write, or 0 while the replica is not quiet."""
-        return (time.monotonic() - self._last_write) * 1000 if self.quiet() else 0.0
+        """Milliseconds since the last write, or 0 while the replica is not quiet or appended
+        within replica.dormant.retry.horizon.ms (`rest_horizon.py`): neither the dormancy timer
+        nor a round making room under replica.max.live.processes rests it then."""
+        return self._readiness.idle_for_ms(time.monotonic(), self.quiet())
 
     async def _report_idleness(self) -> None:
         """Once quiet and without writes for `replica.dormant.after.ms`, tell the broker (which
@@ -776,7 +780,7 @@ class PartitionReplica:
             return FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         try:
             if len(records):
-                self._wrote()
+                self._readiness.appended(time.monotonic())
                 info = self._log.append_as_follower(records)
                 for entry in info.epoch_starts:
                     self._assign_leader_epoch(entry.epoch, entry.start_offset)

@@ -7,8 +7,14 @@ machine holds. Here each wake waits for its turn while the broker runs that many
 idle longest (quiet ones only: nothing under way, the high watermark at the log end) are put to
 rest early to make room, as they would be after `replica.dormant.after.ms` anyway. The cap is
 soft: when no replica has come to rest for `wait_s` while a wake waits (every live replica is
-busy), it goes ahead over the cap, so a busy broker grows rather than stalls its writes. A long
-queue of wakes behind rests that do come waits its turn.
+busy, or wrote within its producers' retry horizon), it goes ahead over the cap, so a busy
+broker grows rather than stalls its writes. A long queue of wakes behind rests that do come
+waits its turn, but no wake waits more than `max_wait_s` in all (issue 56: under load, rests
+trickling in every few seconds kept each waiter's deadline moving, and writes held for those
+wakes outlived their clients' 30 s request timeout). A round that rests nothing is retried
+after a pause that doubles up to `MAX_RETRY_AFTER_S` (a fifth of `wait_s` at most): each round asks every live replica how
+idle it is (one Ray call each), and five rounds a second of a hundred calls each took a core
+of a loaded 2-core machine from the requests the wakes were for.
 
 Pure asyncio, no Ray: the broker supplies the live count and the way to make room.
 """
@@ -22,7 +28,9 @@ from typing import AsyncIterator, Awaitable, Callable
 log = logging.getLogger(__name__)
 
 WAIT_S = 10.0            # how long a wake waits for room before it goes over the cap
-RETRY_AFTER_S = 0.2      # after a round that freed nothing, before the next one
+MAX_WAIT_S = 20.0        # ...and in all, rests coming or not: below a client's request.timeout.ms (30 s)
+RETRY_AFTER_S = 0.2      # after a round that freed nothing, before the next one...
+MAX_RETRY_AFTER_S = 2.0  # ...doubling after each such round up to this
 BATCH_FRACTION = 8       # a round rests at least 1/8 of the cap: rounds are few, wakes come in bursts
 
 
@@ -30,11 +38,14 @@ class LiveReplicaCap:
     """Admits wakes while fewer than `limit` replicas run (-1: no limit), resting idle ones first."""
 
     def __init__(self, limit: int, live: Callable[[], int], make_room: Callable[[int], Awaitable[int]], *,
-                 wait_s: float = WAIT_S, retry_after_s: float = RETRY_AFTER_S) -> None:
+                 wait_s: float = WAIT_S, retry_after_s: float = RETRY_AFTER_S,
+                 max_wait_s: float = MAX_WAIT_S, max_retry_after_s: float = MAX_RETRY_AFTER_S) -> None:
         self.limit = limit
         self._live = live                # replicas running now
         self._make_room = make_room      # rest up to n idle replicas; how many it rested
-        self._wait_s, self._retry_after_s = wait_s, retry_after_s
+        self._wait_s, self._retry_after_s, self._max_wait_s = wait_s, retry_after_s, max_wait_s
+        self._max_retry_after_s = min(max_retry_after_s, wait_s / 5)   # (a few rounds in every wait)
+        self._pause_s = retry_after_s    # before the next round, after one that freed nothing
         self._admitted = 0               # wakes let through whose replica may not count in `live()` yet
         self._waiting = 0                # wakes waiting for room
         self._changed = asyncio.Event()
@@ -78,11 +89,16 @@ class LiveReplicaCap:
         self._waiting += 1
         try:
             while self.in_use() >= self.limit:
-                remaining = max(began, self._last_rest) + self._wait_s - loop.time()
+                now = loop.time()
+                remaining = min(max(began, self._last_rest) + self._wait_s, began + self._max_wait_s) - now
                 if remaining <= 0:
                     self.over_cap += 1
-                    log.warning("no replica came to rest for %.0f s: a wake goes over replica.max.live.processes"
-                                " (%d running)", self._wait_s, self._live())
+                    if now - began >= self._max_wait_s:
+                        log.warning("a wake waited %.0f s for room: it goes over replica.max.live.processes"
+                                    " (%d running)", now - began, self._live())
+                    else:
+                        log.warning("no replica came to rest for %.0f s: a wake goes over "
+                                    "replica.max.live.processes (%d running)", self._wait_s, self._live())
                     return
                 self._relieve()
                 changed = self._changed
@@ -105,8 +121,10 @@ class LiveReplicaCap:
             log.exception("making room for woken replicas failed")
         finally:
             if rested:
+                self._pause_s = self._retry_after_s
                 self.rested()
             else:
-                await asyncio.sleep(self._retry_after_s)   # (nothing was quiet: not a busy loop)
+                await asyncio.sleep(self._pause_s)   # (nothing was quiet: not a busy loop)
+                self._pause_s = min(self._pause_s * 2, self._max_retry_after_s)
             self._relieving = None
             self.changed()

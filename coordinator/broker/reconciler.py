@@ -111,6 +111,7 @@ class ReplicaReconciler:
         self._rests = asyncio.Semaphore(max_parallel_starts)
         self._waiting_starts = 0   # starts waiting for their turn: a resting replica's process serves one
         self.controller_epoch = -1
+        self.rests = self.wakes = 0   # replicas put to rest and woken since the broker started (status)
 
     # -- ticks -----------------------------------------------------------------------
     async def apply(self, metadata: ClusterMetadata) -> ErrorCode:
@@ -331,6 +332,7 @@ class ReplicaReconciler:
                     return False
                 self.dormant[tp] = closed
                 self.book[tp] = rp.dormant(entry.role)
+                self.rests += 1
                 self._log.info("replica %s is dormant (idle): its process exited; log end %d", tp,
                                closed.log_end_offset)
                 if self._cap is not None:
@@ -370,6 +372,7 @@ class ReplicaReconciler:
             del self._waking[tp]
             done.set_result(woke)
         if woke:
+            self.wakes += 1
             self._log.info("woke dormant replica %s in %.0f ms (%.0f of them waiting for room)", tp,
                            self._clock_ms() - asked_ms, turn_ms - asked_ms)
         return woke

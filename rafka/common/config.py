@@ -195,12 +195,18 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
               "Once no replica has started for replica.dormant.after.ms, none is kept.", minimum=0),
     ConfigKey("replica.max.live.processes", int, 128,
               "rafka: replica processes a broker runs at most for wakes of dormant replicas; at the cap, "
-              "the replicas idle longest are put to rest early to make room (a wake that finds no idle "
-              "one within 10 s goes ahead over it). -1: no cap.", minimum=-1),
+              "the replicas idle longest are put to rest early to make room (a wake goes ahead over it "
+              "when none came to rest for 10 s, or after 20 s in all). -1: no cap.", minimum=-1),
     ConfigKey("replica.dormant.after.ms", int, 300_000,
               "rafka: how long a replica with no writes (no produce, no follower catching up, no "
               "DeleteRecords or cleaning) keeps its process; then it closes cleanly and its broker serves "
               "reads from its files until a write wakes it. -1: replicas never go dormant.", minimum=-1),
+    ConfigKey("replica.dormant.retry.horizon.ms", int, 30_100,
+              "rafka: a replica that appended within this long is never put to rest, neither after "
+              "replica.dormant.after.ms nor early to make room under replica.max.live.processes (a wake "
+              "then goes over the cap): a producer whose answers were lost retries within its "
+              "request.timeout.ms plus retry.backoff.ms (30000 + 100 with Kafka's client defaults). "
+              "0: no horizon.", minimum=0),
     ConfigKey("replica.alter.log.dirs.io.max.bytes.per.second", int, LONG_MAX,
               "Bytes per second a replica move between log dirs (AlterReplicaLogDirs) copies at most.", minimum=1),
     ConfigKey("auto.leader.rebalance.enable", _parse_bool, True,
@@ -311,6 +317,7 @@ class LogConfig:
     flush_scheduler_interval_ms: int = _default("log.flush.scheduler.interval.ms")
     replica_lag_time_max_ms: int = _default("replica.lag.time.max.ms")
     replica_dormant_after_ms: int = _default("replica.dormant.after.ms")
+    replica_dormant_retry_horizon_ms: int = _default("replica.dormant.retry.horizon.ms")
 
     @property
     def compact(self) -> bool:
@@ -401,6 +408,7 @@ class BrokerConfig:
     min_insync_replicas: int = _default("min.insync.replicas")
     replica_lag_time_max_ms: int = _default("replica.lag.time.max.ms")
     replica_dormant_after_ms: int = _default("replica.dormant.after.ms")
+    replica_dormant_retry_horizon_ms: int = _default("replica.dormant.retry.horizon.ms")
     replica_spare_processes: int = _default("replica.spare.processes")
     replica_max_live_processes: int = _default("replica.max.live.processes")
     replica_alter_log_dirs_io_max_bytes_per_second: int = _default("replica.alter.log.dirs.io.max.bytes.per.second")
@@ -508,6 +516,7 @@ class BrokerConfig:
             flush_scheduler_interval_ms=self.log_flush_scheduler_interval_ms,
             replica_lag_time_max_ms=self.replica_lag_time_max_ms,
             replica_dormant_after_ms=self.replica_dormant_after_ms,
+            replica_dormant_retry_horizon_ms=self.replica_dormant_retry_horizon_ms,
         )
 
 

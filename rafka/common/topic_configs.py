@@ -132,6 +132,7 @@ BROKER_CONFIG_TYPES: dict[str, ConfigType] = {
         "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms",
         "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms", "replica.lag.time.max.ms",
         "replica.alter.log.dirs.io.max.bytes.per.second", "replica.dormant.after.ms",
+        "replica.dormant.retry.horizon.ms",
         "offsets.retention.check.interval.ms", "queued.max.request.bytes", "connections.max.idle.ms")},
     "log.cleaner.min.cleanable.ratio": ConfigType.DOUBLE,
     "log.cleanup.policy": ConfigType.LIST,

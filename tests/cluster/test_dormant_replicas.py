@@ -19,7 +19,10 @@ SESSION_TIMEOUT_MS = 30000   # a killed broker's session outlives its restart by
 def config(**extra: str):
     from rafka.common.config import BrokerConfig
 
-    return BrokerConfig.from_mapping({"replica.dormant.after.ms": str(DORMANT_AFTER_MS), **extra})
+    # A retry horizon within the dormancy delay: replicas rest DORMANT_AFTER_MS after their last
+    # write, as before (the default horizon, 30.1 s, is tested in test_rest_never_races_a_producer.py).
+    return BrokerConfig.from_mapping({"replica.dormant.after.ms": str(DORMANT_AFTER_MS),
+                                      "replica.dormant.retry.horizon.ms": str(DORMANT_AFTER_MS), **extra})
 
 
 def produce(bootstrap: str, topic: str, partition: int, values: list[bytes], producer: Producer | None = None,

@@ -72,8 +72,12 @@ def test_a_thousand_partitions_on_one_broker(tmp_path):
     from rafka.cluster import Cluster
     from rafka.common.config import BrokerConfig
 
+    # No retry horizon: this test is of the cap itself. With one (the default, 30.1 s), each
+    # replica just written stays live that long, and a burst of writes to 1,000 dormant
+    # partitions goes over the cap rather than rest replicas a producer may still retry to.
     config = BrokerConfig.from_mapping({"replica.dormant.after.ms": str(DORMANT_AFTER_MS),
-                                        "replica.max.live.processes": str(LIVE_MAX)})
+                                        "replica.max.live.processes": str(LIVE_MAX),
+                                        "replica.dormant.retry.horizon.ms": "0"})
     cluster = Cluster(tmp_path / "density", brokers=1, first_port=0, config=config, namespace="rafka-density")
     cluster.start()
     try:

@@ -206,3 +206,68 @@ def test_a_leader_is_quiet_only_once_every_follower_has_everything(tmp_path):
         assert replica.quiet()
         replica.close()
     asyncio.run(main())
+
+
+def test_a_produce_waits_for_the_wake_within_half_its_timeout_then_is_withdrawn(tmp_path):
+    """A rest is invisible: no NOT_LEADER_OR_FOLLOWER while the replica wakes. A wake slower than
+    half the produce's timeout answers REQUEST_TIMED_OUT, and that produce never reaches the
+    replica (nothing written: the client's retry is the only copy)."""
+    async def main():
+        woken = []
+        channel = DormantChannel(TP, closed_log(tmp_path), woken.append)
+        late = channel.append(b"late", -1, timeout_ms=100)       # waits at most 50 ms
+        unbounded = channel.append(b"acks0", 0, timeout_ms=100)  # acks=0: no one waits for an answer
+        assert woken == [TP]
+        result = await asyncio.wait_for(late, 5)
+        assert result.error is ErrorCode.REQUEST_TIMED_OUT
+        in_time = channel.append(b"in-time", -1, timeout_ms=30_000)
+        live = LiveChannel()
+        channel.woke(live)
+        assert (await in_time).error is ErrorCode.NONE
+        assert (await unbounded).error is ErrorCode.NONE
+        assert live.calls == [("append", b"acks0"), ("append", b"in-time")]
+    asyncio.run(main())
+
+
+def waiting_produce(tmp_path):
+    """A dormant channel whose wake was asked for by a produce still waiting: (channel, wakes, answer)."""
+    woken = []
+    channel = DormantChannel(TP, closed_log(tmp_path), woken.append)
+    return channel, woken, channel.append(b"one", 1, timeout_ms=30_000)
+
+
+def test_a_wake_the_broker_did_not_answer_in_time_is_asked_again_and_callers_wait_on(tmp_path):
+    async def main():
+        channel, woken, waiting = waiting_produce(tmp_path)
+        channel.wake_timed_out()
+        assert woken == [TP, TP] and not waiting.done()
+        live = LiveChannel()
+        channel.woke(live)
+        assert (await waiting).error is ErrorCode.NONE and live.calls == [("append", b"one")]
+        channel.wake_timed_out()                                   # woke meanwhile: nothing to ask
+        assert woken == [TP, TP]
+    asyncio.run(main())
+
+
+def test_a_wake_the_broker_refused_answers_the_waiting_produce_as_lost(tmp_path):
+    async def main():
+        channel, _, waiting = waiting_produce(tmp_path)
+        channel.wake_failed()
+        assert (await waiting).error is ErrorCode.NOT_LEADER_OR_FOLLOWER
+    asyncio.run(main())
+
+
+def test_a_timestamp_lookup_waits_for_the_wake_within_its_bound(tmp_path, monkeypatch):
+    from rafka.net import dormant_channel
+
+    monkeypatch.setattr(dormant_channel, "STARTING_WAIT_MS", 50)
+
+    async def main():
+        channel = DormantChannel(TP, closed_log(tmp_path), lambda tp: None)
+        late = await asyncio.wait_for(channel.list_offset(1_000), 5)
+        assert late.error is ErrorCode.REQUEST_TIMED_OUT
+        waiting = channel.list_offset(1_000)
+        live = LiveChannel()
+        channel.woke(live)
+        assert (await waiting).offset == 7 and live.calls == [("list_offset", 1_000)]
+    asyncio.run(main())

@@ -144,3 +144,40 @@ def test_a_failing_round_is_retried_and_waiters_still_get_their_turn():
         return broker, woke, calls
     broker, woke, calls = asyncio.run(scenario())
     assert woke == ["x"] and broker.rested == ["idle"] and calls == 2 and broker.cap.over_cap == 0
+
+
+def test_no_wake_waits_longer_than_max_wait_even_while_rests_keep_coming():
+    """Rests trickle in (one per round, 0.1 s each) so no waiter's `wait_s` ever runs out: a
+    queue of wakes used to wait as long as the queue was; now each waits `max_wait_s` at most
+    and then goes over the cap (its held writes are answered before the client gives up)."""
+    async def scenario():
+        broker = Broker({f"idle-{i}": 1000.0 + i for i in range(20)}, rest_s=0.1)
+        broker.cap = LiveReplicaCap(20, broker.live, lambda count: broker.make_room(1),
+                                    wait_s=5.0, retry_after_s=0.01, max_wait_s=0.35)
+        loop = asyncio.get_running_loop()
+        waits: list[float] = []
+
+        async def wake(name: str) -> None:
+            began = loop.time()
+            async with broker.cap.turn():
+                waits.append(loop.time() - began)
+                broker.idle[name] = 0.0
+        await asyncio.gather(*(wake(f"new-{i}") for i in range(12)))
+        return broker, waits
+    broker, waits = asyncio.run(scenario())
+    assert len(waits) == 12 and max(waits) < 0.35 + 0.2, waits
+    assert 1 <= len(broker.rested) < 12 and broker.cap.over_cap == 12 - len(broker.rested)
+
+
+def test_rounds_that_free_nothing_back_off():
+    """Every live replica busy: each round asks all of them (a Ray call each) for nothing, so the
+    pause between rounds doubles (0.05, 0.1, 0.2, 0.4, 0.4...) instead of asking 20 times a second."""
+    async def scenario():
+        broker = Broker({"busy-1": 0.0, "busy-2": 0.0})
+        broker.cap = LiveReplicaCap(2, broker.live, broker.make_room, wait_s=2.0, retry_after_s=0.05,
+                                    max_retry_after_s=0.4)
+        await broker.wake("x", [])
+        return broker
+    broker = asyncio.run(scenario())
+    assert broker.cap.over_cap == 1
+    assert 2 <= len(broker.rounds) <= 9, broker.rounds   # 2 s at a steady 0.05: about 40

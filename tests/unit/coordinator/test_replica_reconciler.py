@@ -429,6 +429,7 @@ def test_an_idle_replica_rests_only_once_the_front_end_let_go_of_it(dormant_part
         assert await reconciler.rest(A0, replica.pid, quiesce=lambda: _value(True))
         assert A0 not in reconciler.replicas and reconciler.dormant[A0].log_end_offset == 10
         assert launcher.closed == [A0] and launcher.released == [A0]   # its process kept as a spare
+        assert (reconciler.rests, reconciler.wakes) == (1, 1)   # counted for `rafka status`
     run(main())
 
 

@@ -97,10 +97,47 @@ def test_clean_restart_loads_the_close_snapshot_without_replay(tmp_path, caplog)
     assert "rebuilt producer state" not in caplog.text
     entry = reopened.producer_state.last_entry(PID)
     assert entry is not None and entry.last_seq == 29
-    # The snapshot keeps the last batch, so its retry is still recognised.
+    # The snapshot keeps the producer's batches, so a retry of the last one is recognised.
     again = append(reopened, produce(27))
     assert again.duplicate and again.base_offset == 27
     assert append(reopened, produce(30)).base_offset == end
+
+
+def test_a_rest_keeps_the_five_batch_dedupe_window(tmp_path):
+    # The replica rests (close) while a producer's five in-flight batches lost their answers;
+    # after the wake (open) every retry gets its original offsets and nothing is written again.
+    log = open_log(tmp_path / "t-0")
+    append(log, produce(0))                               # acknowledged long ago
+    in_flight = {seq: append(log, produce(seq)).base_offset for seq in range(3, 18, 3)}
+    end = log.log_end_offset
+    log.close()
+    woken = open_log(tmp_path / "t-0")
+    for seq, offset in in_flight.items():
+        again = append(woken, produce(seq))
+        assert again.duplicate and again.base_offset == offset
+    with pytest.raises(OutOfOrderSequenceError):          # outside the window: Kafka's answer
+        append(woken, produce(0))
+    assert woken.log_end_offset == end and batch_count(woken) == 6
+    assert append(woken, produce(18)).base_offset == end
+
+
+def test_the_window_survives_a_roll_then_an_unclean_restart_for_each_producer(tmp_path):
+    # Two producers interleaved across segment rolls; the process dies (no close): the newest
+    # roll snapshot plus the replay after it give each producer its five batches back.
+    log = open_log(tmp_path / "t-0")
+    offsets: dict[tuple[int, int], int] = {}
+    for seq in range(0, 60, 3):
+        for pid in (PID, PID + 1):
+            offsets[pid, seq] = append(log, produce(seq, pid=pid)).base_offset
+    assert len(list_snapshots(log.directory)) >= 2
+    log.flush()
+    reopened = open_log(tmp_path / "t-0")
+    for pid in (PID, PID + 1):
+        for seq in range(45, 60, 3):
+            again = append(reopened, produce(seq, pid=pid))
+            assert again.duplicate and again.base_offset == offsets[pid, seq]
+        with pytest.raises(OutOfOrderSequenceError):
+            append(reopened, produce(42, pid=pid))
 
 
 def test_unclean_restart_rebuilds_state_from_the_log(tmp_path):

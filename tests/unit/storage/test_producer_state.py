@@ -219,30 +219,102 @@ def test_log_start_offset_drops_producers_whose_last_batch_is_below_it():
     assert log.state.on_log_start_offset(4) == [2]
 
 
-def test_snapshot_round_trip_keeps_last_batch_of_each_producer(tmp_path):
+def test_snapshot_round_trip_keeps_the_last_five_batches_of_each_producer(tmp_path):
     log = Log()
-    produce_five(log)
+    log.produce(header(0, count=2))                      # sequences 0-1: falls out of the window
+    offsets = [log.produce(header(seq, count=2)) for seq in range(2, 12, 2)]
     log.produce(header(0, count=3, pid=7, epoch=4, ts=9_999))
     path = log.state.write_snapshot(tmp_path, log.end_offset)
-    assert path.name == "00000000000000000013.snapshot" == snapshot_file_name(13)
+    assert path.name == "00000000000000000015.snapshot" == snapshot_file_name(15)
 
     loaded = ProducerStateManager()
-    assert loaded.load_latest_snapshot(tmp_path) == 13
+    assert loaded.load_latest_snapshot(tmp_path) == 15
     assert set(loaded.producers) == {PID, 7}
     for pid in (PID, 7):
         before, after = log.state.last_entry(pid), loaded.last_entry(pid)
         assert after.producer_epoch == before.producer_epoch
         assert after.last_timestamp == before.last_timestamp
         assert after.coordinator_epoch == before.coordinator_epoch
-        assert list(after.batches) == [before.batches[-1]]
+        assert list(after.batches) == list(before.batches)
     assert loaded.encode_snapshot() == log.state.encode_snapshot()
 
-    # Kafka's behaviour: only the last batch is a known duplicate after a reload
+    # A retry of any of the five in-flight batches is known again after a rest and a wake...
+    for seq, (first, last) in zip(range(2, 12, 2), offsets):
+        assert loaded.check_append(header(seq, count=2)) == AppendCheck.duplicate(first, last)
+    # ...and one older than the window gets what Kafka answers.
+    with pytest.raises(OutOfOrderSequenceError):
+        loaded.check_append(header(0, count=2))
+    assert loaded.check_append(header(12)) is APPEND
+    assert loaded.check_append(header(3, pid=7, epoch=4)) is APPEND
+
+
+def kafka_load(data: bytes, now_ms: int | None = None, expiration_ms: int = 1_000) -> dict[int, tuple]:
+    """What Kafka 3.9's `loadFromSnapshot` keeps of a snapshot: `readSnapshot`'s entries in
+    file order, those not expired (per entry), put into a map by producer id (last wins)."""
+    kept = {}
+    for entry in ProducerStateManager.decode_snapshot(data):
+        if now_ms is None or now_ms - entry.last_timestamp < expiration_ms:
+            kept[entry.producer_id] = (entry.producer_epoch, entry.last_seq, entry.last_data_offset,
+                                       entry.last_timestamp)
+    return kept
+
+
+def test_kafka_reading_a_rafka_snapshot_keeps_each_producers_newest_batch():
+    log = Log()
+    produce_five(log)
+    log.produce(header(0, count=3, pid=7, epoch=4, ts=9_999))
+    data = log.state.encode_snapshot()
+    assert struct.unpack_from(">hIi", data, 0)[2] == 6          # five entries of PID, one of 7
+    assert kafka_load(data) == {PID: (0, 9, 9, 1_000), 7: (4, 2, 12, 9_999)}
+
+
+def test_an_older_entry_never_outlives_the_newest_under_kafkas_expiry(tmp_path):
+    # CreateTime is the client's: an older batch may carry a later timestamp than the newest.
+    state = ProducerStateManager(producer_id_expiration_ms=1_000)
+    state.update(header(0, ts=5_000), first_offset=0)
+    state.update(header(1, ts=2_000), first_offset=1)
+    data = state.write_snapshot(tmp_path, 2).read_bytes()
+    assert kafka_load(data, now_ms=2_500) == {PID: (0, 1, 1, 2_000)}
+    assert kafka_load(data, now_ms=3_500) == {}                # not the older batch alone
+    loaded = ProducerStateManager(producer_id_expiration_ms=1_000)
+    assert loaded.load_latest_snapshot(tmp_path, now_ms=2_500) == 2
+    assert [b.first_offset for b in loaded.last_entry(PID).batches] == [0, 1]
+    assert loaded.last_entry(PID).last_timestamp == 2_000
+    assert loaded.load_latest_snapshot(tmp_path, now_ms=3_500) == 2 and loaded.producers == {}
+
+
+def test_kafka_written_snapshot_loads_one_batch_per_producer(tmp_path):
+    # Kafka writes each producer's last batch only: that one is a duplicate, older retries are not.
+    (tmp_path / snapshot_file_name(10)).write_bytes(snapshot_of((PID, 0, 9, 9, 1, 1_000, -1, -1)))
+    loaded = ProducerStateManager()
+    assert loaded.load_latest_snapshot(tmp_path) == 10
     assert loaded.check_append(header(8, count=2)) == AppendCheck.duplicate(8, 9)
     with pytest.raises(OutOfOrderSequenceError):
         loaded.check_append(header(6, count=2))
-    assert loaded.check_append(header(10)) is APPEND
-    assert loaded.check_append(header(3, pid=7, epoch=4)) is APPEND
+
+
+def snapshot_of(*rows: tuple) -> bytes:
+    """Kafka's v1 snapshot bytes holding `rows` (pid, epoch, last_seq, last_offset,
+    offset_delta, timestamp, coordinator_epoch, txn_first_offset) in this order."""
+    body = struct.pack(">i", len(rows)) + b"".join(struct.pack(">qhiqiqiq", *row) for row in rows)
+    return struct.pack(">hI", 1, crc32c.crc32c(body)) + body
+
+
+def test_a_new_epoch_or_a_non_increasing_offset_starts_a_producer_afresh():
+    epoch1 = [(PID, 1, 0, 0, 0, 10, -1, -1), (PID, 1, 1, 1, 0, 11, -1, -1)]
+    # epoch 2 after epoch 1: only the epoch 2 batch
+    merged = ProducerStateManager.decode_producers(snapshot_of(*epoch1, (PID, 2, 0, 2, 0, 12, -1, -1)))[PID]
+    assert merged.producer_epoch == 2 and [b.first_offset for b in merged.batches] == [2]
+    assert merged.last_timestamp == 12
+    # the same batches twice in a row: the second run is not above the first, so it replaces it
+    again = ProducerStateManager.decode_producers(snapshot_of(*epoch1, *epoch1))[PID]
+    assert [b.first_offset for b in again.batches] == [0, 1]
+    # an entry without batch metadata (last offset -1) ends up with no batches
+    empty = ProducerStateManager.decode_producers(snapshot_of(*epoch1, (PID, 1, -1, -1, 0, 13, -1, -1)))[PID]
+    assert empty.is_empty and empty.producer_epoch == 1
+    # more than five entries of one producer: the last five are kept
+    many = [(PID, 0, i, i, 0, i, -1, -1) for i in range(8)]
+    assert [b.first_offset for b in ProducerStateManager.decode_producers(snapshot_of(*many))[PID].batches] == [3, 4, 5, 6, 7]
 
 
 def test_snapshot_layout_is_kafkas_v1(tmp_path):
