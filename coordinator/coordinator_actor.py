@@ -50,6 +50,8 @@ from rafka.common.process_memory import broker_memory
 from rafka.common.topic_configs import ConfigEntry
 from rafka.common.types import Endpoint, TopicPartition
 from rafka.coordinator.admin.admin_service import AdminService
+from rafka.coordinator.broker.control_calls import (CONTROL_CALL_TIMEOUT_S, FRONTEND_CALL_TIMEOUT_S, bounded,
+                                                    fan_out_metadata)
 from rafka.coordinator.broker.death_watch import BrokerDeathWatch
 from rafka.coordinator.broker.live_cap import LiveReplicaCap
 from rafka.coordinator.broker.log_dir_failure import FailedLogDirs, replicas_to_report
@@ -78,7 +80,6 @@ state_change = logging.getLogger("rafka.state_change")
 
 FrontendActor = ray.remote(Frontend)
 SERVE_WAIT_MS = 30000          # how long `start` waits for metadata that lists this broker
-CONTROL_CALL_TIMEOUT_S = 60.0  # a metadata push to another broker's coordinator
 IDLENESS_TIMEOUT_S = 5.0       # a live replica's answer to how long it has been idle
 # A replica rested to make room has been idle this long at least: one just woken has its
 # held writes on their way (resting it first would answer them NOT_LEADER_OR_FOLLOWER).
@@ -87,7 +88,6 @@ MIN_IDLE_TO_MAKE_ROOM_MS = 250
 # process rather than wait ~1 s of a core for a new one (below the cap: no pressure, so only
 # replicas that have clearly stopped being written to).
 MIN_IDLE_TO_LEND_MS = 5000
-LEADER_AND_ISR_WAIT_S = 10.0   # how long the controller waits for the brokers' LeaderAndIsr to be done
 REST_CHECKPOINT_DELAY_S = 1.0  # checkpoints are written this soon after replicas went dormant
 
 
@@ -475,32 +475,18 @@ class BrokerCoordinator:
             self._wake.set()
 
     async def _send_metadata(self, metadata: ClusterMetadata) -> None:
-        """LeaderAndIsr to every live broker's coordinator, then UpdateMetadata at once, without
-        waiting for the replicas to start (Kafka's order, where acting on LeaderAndIsr is
-        quick). Starting a replica takes 0.3 s idle and seconds under load; holding the
-        metadata back for it kept a new topic out of every broker's Metadata that long, and
-        clients with short timeouts gave up. Each broker's front end holds requests for a
-        partition it leads whose replica still starts, and is told as each one starts.
+        """The controller's orders for `metadata` to every live broker (`fan_out_metadata`).
+        UpdateMetadata follows LeaderAndIsr at once, without waiting for the replicas to start:
+        starting a replica takes 0.3 s idle and seconds under load, and holding the metadata
+        back for it kept a new topic out of every broker's Metadata that long (clients with
+        short timeouts gave up). Each broker's front end holds requests for a partition it
+        leads whose replica still starts, and is told as each one starts."""
+        def coordinators() -> list[tuple[int, Any]]:
+            found = ((b, find_actor(coordinator_name(b), self._namespace)) for b in metadata.brokers)
+            return [(b, actor) for b, actor in found if actor is not None]
 
-        Once every broker has acted on LeaderAndIsr (or `LEADER_AND_ISR_WAIT_S` has passed),
-        the metadata is "settled" on every broker: CreateTopics and its kin answer then, so
-        that the new replicas exist when the client hears the topic does, as in Kafka. Each
-        call is bounded in time."""
-        def coordinators() -> list[Any]:
-            found = (find_actor(coordinator_name(b), self._namespace) for b in metadata.brokers)
-            return [actor for actor in found if actor is not None]
-
-        targets = await asyncio.to_thread(coordinators)
-        orders = [asyncio.ensure_future(asyncio.wait_for(t.apply_metadata.remote(metadata, False),
-                                                         CONTROL_CALL_TIMEOUT_S)) for t in targets]
-        for order in orders:
-            order.add_done_callback(lambda f: f.cancelled() or f.exception())
-        await asyncio.gather(*[asyncio.wait_for(t.publish_metadata.remote(metadata), CONTROL_CALL_TIMEOUT_S)
-                               for t in targets], return_exceptions=True)
-        if orders:   # a broker that fails or is late is not waited for again
-            await asyncio.wait(orders, timeout=LEADER_AND_ISR_WAIT_S)
-        await asyncio.gather(*[asyncio.wait_for(t.settle_metadata.remote(metadata), CONTROL_CALL_TIMEOUT_S)
-                               for t in targets], return_exceptions=True)
+        found = await asyncio.to_thread(coordinators)
+        await fan_out_metadata({f"broker {b}": actor for b, actor in found}, metadata, self._log)
 
     # -- every broker ----------------------------------------------------------------
     async def apply_metadata(self, metadata: ClusterMetadata, publish: bool = True) -> ErrorCode:
@@ -521,8 +507,9 @@ class BrokerCoordinator:
             await self._publish()
         else:   # the front end serves its new leaderships at once, before any metadata shows them
             local = self._reconciler.local_replicas()
-            await self._frontend.update_leaders.remote(
-                {tp: (r.actor, r.socket) for tp, r in local.leaders.items()}, local.dormant_leaders)
+            await bounded(self._frontend.update_leaders.remote(
+                {tp: (r.actor, r.socket) for tp, r in local.leaders.items()}, local.dormant_leaders),
+                FRONTEND_CALL_TIMEOUT_S, "the front end's update_leaders", self._log)
         return ErrorCode.NONE
 
     def _leader_ready(self, tp: TopicPartition) -> None:
@@ -777,13 +764,15 @@ class BrokerCoordinator:
                 # Only replicas changed (wakes and rests): send those alone.
                 changed = changed_partitions(self._published_replicas, snapshot)
                 if changed:
-                    await self._frontend.update_replicas.remote(
+                    call = self._frontend.update_replicas.remote(
                         changed, _only(leaders, changed), _only(followers, changed),
                         _only(dormant_leaders, changed), _only(dormant_followers, changed))
+                    await self._to_frontend(call, "update_replicas")
             else:
-                await self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline),
-                                                            leaders, followers, frozenset(starting),
-                                                            dormant_leaders, dormant_followers)
+                call = self._frontend.update_metadata.remote(with_offline_replicas(metadata, self._id, offline),
+                                                             leaders, followers, frozenset(starting),
+                                                             dormant_leaders, dormant_followers)
+                await self._to_frontend(call, "update_metadata")
             self._metadata = metadata
             self._published_starting = starting
             self._published_offline = offline
@@ -793,6 +782,17 @@ class BrokerCoordinator:
         self._schedule_retry()
         self._watch_for_deaths()
         self._republish_if_stale()
+
+    async def _to_frontend(self, call: Any, what: str) -> None:
+        """A publication's call to the front end, bounded (`control_calls.bounded`). One that fails
+        or runs out leaves what the front end holds unknown: the next publication is then a whole
+        one, and one is scheduled (the lock is released first, as the error passes through it)."""
+        try:
+            await bounded(call, FRONTEND_CALL_TIMEOUT_S, f"the front end's {what}", self._log)
+        except Exception:
+            self._published_replicas = ()   # (a whole publication next)
+            asyncio.get_running_loop().call_soon(self._republish_if_stale)
+            raise
 
     async def _republish(self) -> None:
         """`_publish()` of the newest state, shared: callers that come while a publication is
