@@ -183,7 +183,10 @@ def test_the_private_ray_environment_is_set_where_the_user_set_nothing(bare_envi
     assert all(os.environ[k] == v for k, v in added.items())
 
 
-def test_starting_a_private_ray_sets_rafkas_environment_and_joining_one_does_not(bare_environment):
+def test_starting_a_private_ray_sets_rafkas_environment_and_joining_one_does_not(bare_environment, monkeypatch):
+    import ray
+
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)   # (a cluster test in this process may have joined one)
     before = dict(os.environ)
     with pytest.raises(RuntimeError, match="must not start Ray"):   # (the unit tier's ray.init)
         ray_env.join_ray("127.0.0.1:6379")
