@@ -7,7 +7,7 @@ the error goes offline itself (`storage_write`), its replica tells its broker, a
 takes every other log of that dir offline too (`PartitionLog.mark_offline`).
 
 Reads go on: an offline log still serves what is on disk up to the high watermark, which
-Kafka does not do (README: "A full or failing disk", and "Where rafka departs from Kafka");
+Kafka does not do (docs/storage.md, "A full or failing disk", and docs/compatibility.md);
 the broker moves leadership to another in-sync replica where there is one, and keeps a
 partition without one readable.
 """

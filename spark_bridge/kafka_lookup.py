@@ -25,7 +25,7 @@ def consumer_settings(options: ReadOptions, role: str) -> dict[str, object]:
     """librdkafka settings for a consumer that reads ranges by hand: a private group id (as
     Spark's `groupIdPrefix-<uuid>`) that is never joined or committed, no offset reset
     (an offset out of range is reported, not skipped), read_uncommitted as the Java client's
-    default, and a short queue backoff (librdkafka's 1 s pause stalls bulk reads; README)."""
+    default, and a short queue backoff (librdkafka's 1 s pause stalls bulk reads; docs/compatibility.md)."""
     settings: dict[str, object] = {
         "group.id": f"{options.group_id_prefix}-{uuid.uuid4()}-{role}",
         "enable.auto.commit": False, "enable.auto.offset.store": False,

@@ -2,9 +2,9 @@
 """Run the Kafka clients' own test suites against a fresh one-broker rafka, each suite twice,
 and say which tests failed every time (failures) and which only sometimes (flakes).
 
-The suites come from the clients' repositories (../shared/PEER-SUITES.md); this script does
+The suites come from the clients' repositories (docs/peer-suites.md); this script does
 not fetch them. Give each checkout's path and a virtualenv that has the client and its test
-requirements installed (the README of tools/peer_suites/ says how these were made):
+requirements installed (docs/peer-suites.md says how these were made):
 
     .venv/bin/python tools/run_peer_suites.py \\
         --kafka-python /tmp/peer/kp:/tmp/peer/kpvenv \\
@@ -16,7 +16,7 @@ Per run: a fresh data dir and broker (`rafka up --detach`, a minimal server.prop
 the suite's keys), the suite's pytest with a JUnit XML report, then `rafka down`; meanwhile the
 cluster's peak PSS (the `rafka up` process tree), its peak number of Ray worker processes and
 the machine's peak load average. franz-go's suite is its `pkg/kgo` test binary (`go test -c`,
-built as the README says), run with `-test.v` and KGO_SEEDS pointing at the broker; its
+built as docs/peer-suites.md says), run with `-test.v` and KGO_SEEDS pointing at the broker; its
 outcomes are read from go test's verbose output.
 aiokafka has no switch for an external broker: its tests/conftest.py gets the fixtures of
 tools/peer_suites/aiokafka_conftest_tail.py appended (once), active with AIOKAFKA_BROKER set.

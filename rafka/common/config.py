@@ -225,7 +225,7 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("transactional.id.expiration.ms", int, 604_800_000,
               "Idle time after which a producer id's epoch is no longer remembered for bumping.", minimum=1),
     ConfigKey("offsets.topic.num.partitions", int, 8,
-              "Partitions of __consumer_offsets (Kafka: 50; each partition here is a ~60 MiB process).",
+              "Partitions of __consumer_offsets (Kafka: 50; each partition replica here is a process of its own).",
               minimum=1),
     ConfigKey("offsets.topic.replication.factor", int, 3,
               "Replication factor of __consumer_offsets, capped by the live brokers.", minimum=1),

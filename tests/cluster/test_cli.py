@@ -75,7 +75,7 @@ def test_up_with_server_properties_and_an_external_zookeeper(tmp_path, zk_connec
         for partition in range(3):   # new partitions start dormant (no process); a produce wakes each
             producer.send("cli-auto", b"x", partition=partition).get(timeout=30)
         producer.close()
-        # The memory of the broker's processes (PSS, from its node's /proc), as the README's sizing rule uses it.
+        # The memory of the broker's processes (PSS, from its node's /proc), as the sizing rule of docs/sizing.md uses it.
         broker = json.loads(rafka("status", "--data-dir", data_dir, "--output", "json").stdout)["brokers"]["7"]
         assert broker["live_replicas"] == 3 and broker["dormant_replicas"] == 0
         assert 10 << 20 < broker["replica_pss_bytes"] / 3 < 500 << 20
