@@ -31,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _phases import log  # noqa: E402
+from harness.phases import log  # noqa: E402
 from _soak_check import Findings, check_partition, per_wave, wave_topics  # noqa: E402
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
