@@ -23,7 +23,8 @@ def on_this_node(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def sleepers() -> Iterator[list[subprocess.Popen]]:
-    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"]) for _ in range(3)]
+    procs = [subprocess.Popen([sys.executable, "-c", "import signal\nwhile True:\n    signal.pause()"])
+             for _ in range(3)]   # (each runs until a signal ends it)
     yield procs
     for p in procs:
         p.kill()
