@@ -57,3 +57,10 @@ def replicas_to_report(metadata: ClusterMetadata, broker_id: int,
         if info is not None and any(b != broker_id and b in metadata.brokers for b in info.isr):
             report.add(tp)
     return report
+
+
+def replicas_to_fence(placement: Mapping[TopicPartition, str], failed: FailedLogDirs,
+                      told: Collection[TopicPartition]) -> list[TopicPartition]:
+    """The running replicas (`placement`: partition -> its log dir) on a failed dir that have not
+    been told so yet (`told`: those told, in their current process)."""
+    return [tp for tp, log_dir in placement.items() if log_dir in failed and tp not in told]

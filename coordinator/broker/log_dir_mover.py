@@ -145,6 +145,16 @@ class ReplicaLogDirs:
             move.task.cancel()
         await move.done.wait()
 
+    async def recover(self, log_dirs: tuple[str, ...]) -> None:
+        """Moves that a stop cut short: swaps finished, copies resumed once their replica runs."""
+        recovery = await asyncio.to_thread(moves.recover_moves, log_dirs)
+        for log_dir, future in recovery.complete:
+            self._maintenance.moved(future.tp, log_dir)
+        if recovery.complete or recovery.resume or recovery.remove:
+            self._log.info("log dir moves left by the last run: %d swaps finished, %d resumed, %d dirs removed",
+                           len(recovery.complete), len(recovery.resume), len(recovery.remove))
+        self.resume(recovery)
+
     def resume(self, recovery: moves.MoveRecovery) -> None:
         """The copies a broker stopped in the middle of: each goes on once its replica runs."""
         for log_dir, future in recovery.resume:

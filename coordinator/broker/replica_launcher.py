@@ -392,6 +392,14 @@ class RayReplicaLauncher:
     async def update_config(self, replica: LaunchedReplica, config: LogConfig) -> None:
         await replica.actor.update_config.remote(config)
 
+    async def idle_for_ms(self, replica: LaunchedReplica) -> float:
+        """How long the replica has been idle (quiet: nothing under way, no append in the retry horizon)."""
+        return await replica.actor.idle_for_ms.remote()
+
+    async def mark_log_dir_offline(self, replica: LaunchedReplica, reason: str) -> None:
+        """Tell the replica its log dir failed: it takes no more writes."""
+        await replica.actor.mark_log_dir_offline.remote(reason)
+
     async def close(self, replica: LaunchedReplica) -> Any:
         """Clean close (flush, clean-shutdown marker); returns the replica's last status."""
         return await replica.actor.close.remote()

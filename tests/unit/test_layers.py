@@ -33,6 +33,8 @@ LAYERS = {
     "rafka.coordinator.coordinator_actor": ACTORS,
     "rafka.coordinator.broker.replica_launcher": ACTORS,
     "rafka.coordinator.broker.death_watch": ACTORS,   # calls on other brokers' coordinator actors
+    "rafka.coordinator.broker.frontend_client": ACTORS,   # the Ray calls to the broker's front end
+    "rafka.coordinator.broker.broker_status": ACTORS,     # actor names and pids of the broker's processes
     "rafka.spark_bridge": TOP,
 }
 # Cores of one rank that stay independent of each other.
