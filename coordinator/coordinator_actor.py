@@ -49,7 +49,7 @@ from rafka.coordinator.broker.log_dir_mover import ReplicaLogDirs
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.coordinator.broker.log_upkeep import LogUpkeep
 from rafka.coordinator.broker.metadata_publisher import MetadataPublisher
-from rafka.coordinator.broker.offline_report import REPORT_TIMEOUT_S, OfflineReplicaReport
+from rafka.coordinator.broker.offline_report import OfflineReplicaReport
 from rafka.coordinator.broker.process_pool import ProcessPool
 from rafka.coordinator.broker.reconciler import ReplicaReconciler
 from rafka.coordinator.broker.registration import Registration
@@ -85,7 +85,6 @@ class BrokerCoordinator:
         self._registration: Registration | None = None
         self._offline_report: OfflineReplicaReport | None = None
         self._cluster_id = ""
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._stopped = asyncio.Event()
         self._retry: asyncio.TimerHandle | None = None
@@ -131,7 +130,7 @@ class BrokerCoordinator:
     # -- lifecycle -------------------------------------------------------------------
     async def start(self) -> dict:
         """Connect to ZooKeeper, check log dirs, start the front end, register the broker."""
-        config, self._loop = self._config, asyncio.get_running_loop()
+        config = self._config
         self._zk = zk = ZkStore(config.zookeeper_connect, config.zookeeper_session_timeout_ms)
         await asyncio.to_thread(zk.start)
         self._link = ControllerLink(self._id, zk, Controller(self._id, zk, config.unclean_leader_election_enable),
@@ -154,9 +153,7 @@ class BrokerCoordinator:
         self._status.endpoint, self._status.cluster_id = str(advertised), self._cluster_id
         # A previous incarnation's report of offline replicas goes before this one is live.
         self._offline_report = OfflineReplicaReport(self._id, zk, self._log)
-        self._offline_report.report(())
-        if not await self._offline_report.settled(2 * REPORT_TIMEOUT_S):
-            self._log.warning("could not clear this broker's offline replica report yet; still trying")
+        await self._offline_report.clear_previous()
         self._registration = Registration(zk, self._locks, config.zookeeper_session_timeout_ms, self._tasks,
                                           self._log, on_lost=self._link.session_lost,
                                           on_registered_again=self._link.wake)
@@ -165,8 +162,7 @@ class BrokerCoordinator:
         self._log.info("registered at /brokers/ids/%d with endpoint %s (cluster %s)",
                        self._id, advertised, self._cluster_id)
         await self._link.watch_zookeeper()
-        zk.watch_config_changes(self._threadsafe(
-            lambda: self._tasks.spawn(self._topic_configs.apply_changes(), "applying topic config changes")))
+        self._topic_configs.watch(self._tasks.spawn)
         self._start_timers()
         self._link.wake()
         # Serve only once the controller has sent metadata that lists this broker, so a
@@ -202,8 +198,6 @@ class BrokerCoordinator:
                      self._tasks, self._publisher, self._dormancy, self._pool, self._upkeep):
             if part is not None:
                 part.stop()
-        if self._retry is not None:
-            self._retry.cancel()
         await self._frontend.stop()
         self._launcher.stop_spares()
         replicas = dict(self._reconciler.replicas)
@@ -233,25 +227,15 @@ class BrokerCoordinator:
         return self._zk.session_id
 
     def zk_session_credentials(self) -> tuple[int, bytes]:
-        """(session id, password) of this broker's ZooKeeper session, for fault drills that
-        expire it the way ZooKeeper's own tests do (another client joins the session and
-        closes it)."""
+        """(session id, password) of this broker's ZooKeeper session, for fault drills that expire
+        it as ZooKeeper's own tests do (another client joins the session and closes it)."""
         return self._zk.client.client_id
 
     async def processes(self) -> dict:
         """This broker's node and the pids of its actors: what kill -9 of the broker needs."""
         return {"node_id": self._node_id, "pids": await self._status.pids()}
 
-    async def replica_pids(self) -> dict[str, int]:
-        """Process ids of this broker's actors (coordinator, front end, replicas), by actor name."""
-        return await self._status.pids()
-
-    def _threadsafe(self, action: Callable[[], Any]) -> Callable[..., None]:
-        """A kazoo watch callback (kazoo's thread) that runs `action` on this actor's loop."""
-        def callback(*_: Any) -> None:
-            if self._loop is not None and not self._stopping:
-                self._loop.call_soon_threadsafe(action)
-        return callback
+    replica_pids = forward("_status", "pids")   # process ids of this broker's actors, by actor name
 
     def _find_coordinator(self, broker_id: int) -> Any:
         return find_actor(coordinator_name(broker_id), self._namespace)
@@ -297,11 +281,11 @@ class BrokerCoordinator:
             self._link.watch_for_deaths()
         delay = self._reconciler.retry_in_s()
         if delay is not None and not self._stopping and self._retry is None:
-            self._retry = asyncio.get_running_loop().call_later(delay, self._retry_now)
+            self._retry = self._tasks.later(delay, self._retry_failed_replicas, "retrying failed replicas")
 
-    def _retry_now(self) -> None:
+    async def _retry_failed_replicas(self) -> None:
         self._retry = None
-        self._tasks.spawn(self.apply_metadata(self._publisher.newest), "retrying failed replicas")
+        await self.apply_metadata(self._publisher.newest)
 
     async def _replica_lost(self) -> None:
         """A replica's process died: the front end stops serving it (offline) until the

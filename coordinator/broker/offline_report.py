@@ -84,6 +84,12 @@ class OfflineReplicaReport:
             return False
         return True
 
+    async def clear_previous(self) -> None:
+        """At start, before the broker is live: a previous process's report goes (an empty one)."""
+        self.report(())
+        if not await self.settled(2 * REPORT_TIMEOUT_S):
+            self._log.warning("could not clear this broker's offline replica report yet; still trying")
+
     def stop(self) -> None:
         self._stopped = True
         if self._task is not None:

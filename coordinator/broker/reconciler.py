@@ -27,17 +27,17 @@ import contextlib
 import logging
 import time
 import uuid
-from typing import Any, Awaitable, Callable, Protocol, TypeVar
+from typing import Any, Awaitable, Callable, TypeVar
 
 from rafka.common.config import LogConfig
 from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.metadata import ClusterMetadata
 from rafka.common.types import TopicPartition
 from rafka.coordinator.broker import replica_plan as rp
+from rafka.coordinator.broker.launcher_protocol import Launcher
 from rafka.coordinator.broker.live_cap import LiveReplicaCap
 from rafka.coordinator.broker.log_maintenance import LogMaintenance
 from rafka.coordinator.broker.tracked import ChangeCount, TrackedDict
-from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
 from rafka.partition_worker.closed_log import ClosedLog
 from rafka.partition_worker.replica_state import LeaderAndIsr
 
@@ -46,33 +46,6 @@ T = TypeVar("T")
 
 DEFAULT_STEP_TIMEOUT_S = 600.0   # opening a log may scan segments after an unclean stop
 DEFAULT_MAX_PARALLEL_STARTS = 8
-
-
-class Launcher(Protocol):
-    async def start(self, tp: TopicPartition, topic_id: uuid.UUID | None, config: LogConfig,
-                    place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> Any: ...
-
-    async def become(self, replica: Any, order: LeaderAndIsr) -> ErrorCode: ...
-
-    async def died(self, replica: Any) -> bool: ...
-
-    async def delete(self, tp: TopicPartition, replica: Any | None) -> None: ...
-
-    async def stop(self, tp: TopicPartition, replica: Any) -> Any: ...
-
-    async def close(self, replica: Any) -> Any: ...
-
-    def kill(self, replica: Any) -> None: ...
-
-    def release(self, replica: Any, wanted: bool = False) -> None: ...
-
-    async def open_dormant(self, tp: TopicPartition, topic_id: uuid.UUID | None, role: LeaderAndIsr,
-                           place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> ClosedLog | None: ...
-
-    async def reopen_dormant(self, replica: Any, status: Any,
-                             place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> ClosedLog | None: ...
-
-    async def take_role_dormant(self, closed: ClosedLog, role: LeaderAndIsr) -> ClosedLog: ...
 
 
 class ReplicaReconciler:
@@ -412,10 +385,6 @@ class ReplicaReconciler:
     def leaders(self) -> dict[TopicPartition, Any]:
         """Running replicas that lead their partition."""
         return self.local_replicas().leaders
-
-    def followers(self) -> dict[TopicPartition, Any]:
-        """Running replicas that follow a live leader on another broker (their fetcher's work)."""
-        return self.local_replicas().followers
 
     def dormant_leaders(self) -> dict[TopicPartition, ClosedLog | None]:
         """Dormant replicas that lead their partition: the front end serves them from their

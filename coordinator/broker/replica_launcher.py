@@ -27,7 +27,7 @@ import shutil
 import time
 import uuid
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Collection
 
@@ -38,10 +38,10 @@ from rafka.actors.ray_env import pin_to_node
 from rafka.common.config import LogConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.types import TopicPartition
+from rafka.coordinator.broker.dormant_logs import open_dormant_log, with_leader_epoch
 from rafka.coordinator.broker.idle_cpu import IdleCpu
 from rafka.coordinator.broker.spare_demand import SpareDemand
 from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
-from rafka.partition_worker.checkpoints import LeaderEpochCache, check_topic_id
 from rafka.partition_worker.closed_log import ClosedLog, read_closed_log
 from rafka.partition_worker.data_channel import socket_path
 from rafka.partition_worker.log_dirs import choose_log_dir, find_partition_dir
@@ -343,19 +343,8 @@ class RayReplicaLauncher:
             return None
         else:
             log_dir = existing
-        return await asyncio.to_thread(self._open_dormant, tp, topic_id, role, place(tp, log_dir),
+        return await asyncio.to_thread(open_dormant_log, self._broker_id, tp, topic_id, role, place(tp, log_dir),
                                        Path(log_dir) / str(tp), existing is None)
-
-    def _open_dormant(self, tp: TopicPartition, topic_id: uuid.UUID | None, role: LeaderAndIsr,
-                      checkpoint: PartitionCheckpoint, directory: Path, new: bool) -> ClosedLog | None:
-        check_topic_id(directory, tp, topic_id)
-        hw = checkpoint.high_watermark
-        if not new and hw is None and role.replicas != (self._broker_id,):
-            return None   # the high watermark is not known: the replica learns it from its followers
-        closed = read_closed_log(directory, log_start_offset=checkpoint.log_start_offset, high_watermark=hw)
-        if closed is None or (not new and closed.high_watermark < closed.log_end_offset):
-            return None
-        return self._with_role(closed, role)
 
     async def reopen_dormant(self, replica: LaunchedReplica, status: Any,
                              place: Callable[[TopicPartition, str], PartitionCheckpoint]) -> ClosedLog | None:
@@ -368,15 +357,7 @@ class RayReplicaLauncher:
 
     async def take_role_dormant(self, closed: ClosedLog, role: LeaderAndIsr) -> ClosedLog:
         """A dormant replica's new role (`replica_plan.dormant_takes` said it needs no process)."""
-        return await asyncio.to_thread(self._with_role, closed, role)
-
-    def _with_role(self, closed: ClosedLog, role: LeaderAndIsr) -> ClosedLog:
-        """As the replica's `become`: a leader's new epoch starts at its log end."""
-        if role.leader != self._broker_id or role.leader_epoch < 0 or closed.latest_epoch == role.leader_epoch:
-            return closed
-        cache = LeaderEpochCache(closed.directory)
-        cache.assign(role.leader_epoch, closed.log_end_offset)
-        return replace(closed, leader_epochs=cache.entries)
+        return await asyncio.to_thread(with_leader_epoch, self._broker_id, closed, role)
 
     async def died(self, replica: LaunchedReplica) -> bool:
         """Waits until the replica ends: True if its process died, False on a clean close."""

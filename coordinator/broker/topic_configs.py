@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Coroutine, Mapping
 
 from rafka.common.config import BrokerConfig, LogConfig
 from rafka.common.types import TopicPartition
@@ -37,6 +37,12 @@ class TopicConfigs:
         config = self._config.log_config().with_overrides(overrides)
         self._known[topic] = config
         return config
+
+    def watch(self, spawn: Callable[[Coroutine[Any, Any, Any], str], Any]) -> None:
+        """Apply config changes as ZooKeeper notifies them (`spawn` runs the work on the actor's loop)."""
+        loop = asyncio.get_running_loop()
+        self._zk().watch_config_changes(
+            lambda *_: loop.call_soon_threadsafe(spawn, self.apply_changes(), "applying topic config changes"))
 
     async def apply_changes(self) -> None:
         """A config change notification: hand replicas whose topic config changed the new one."""
