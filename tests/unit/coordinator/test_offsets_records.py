@@ -7,6 +7,7 @@ import struct
 
 import pytest
 from rafka.coordinator.group import offsets_records as rec
+from rafka.coordinator.group import offsets_topic
 from rafka.coordinator.group.group_messages import (
     CommittedOffset,
     GroupSnapshot,
@@ -284,22 +285,22 @@ def test_random_bytes_never_escape_as_anything_but_offsets_record_error():
 
 def test_records_for_commit_pair_each_key_with_its_value():
     offsets = {("t", 0): OFFSET, ("u", 3): CommittedOffset(7)}
-    pairs = rec.records_for_commit("g1", offsets)
+    pairs = offsets_topic.records_for_commit("g1", offsets)
     assert pairs == [(rec.offset_commit_key("g1", "t", 0), rec.offset_commit_value(OFFSET)),
                      (rec.offset_commit_key("g1", "u", 3), rec.offset_commit_value(CommittedOffset(7)))]
 
 
 def test_records_for_group_and_tombstones():
-    assert rec.records_for_group(GROUP) == [(rec.group_metadata_key("g1"), rec.group_metadata_value(GROUP))]
-    assert rec.group_tombstone("g1") == (rec.group_metadata_key("g1"), None)
-    assert rec.offset_tombstone("g1", "t", 2) == (rec.offset_commit_key("g1", "t", 2), None)
-    assert rec.offset_tombstones("g1", [("t", 0), ("t", 1)]) == [
+    assert offsets_topic.records_for_group(GROUP) == [(rec.group_metadata_key("g1"), rec.group_metadata_value(GROUP))]
+    assert offsets_topic.group_tombstone("g1") == (rec.group_metadata_key("g1"), None)
+    assert offsets_topic.offset_tombstone("g1", "t", 2) == (rec.offset_commit_key("g1", "t", 2), None)
+    assert offsets_topic.offset_tombstones("g1", [("t", 0), ("t", 1)]) == [
         (rec.offset_commit_key("g1", "t", 0), None), (rec.offset_commit_key("g1", "t", 1), None)]
 
 
 def test_offsets_batch_is_one_uncompressed_create_time_batch_without_producer():
-    pairs = rec.records_for_commit("g1", {("t", 0): OFFSET}) + [rec.group_tombstone("g1")]
-    batch = rec.encode_offsets_batch(pairs, timestamp_ms=1234)
+    pairs = offsets_topic.records_for_commit("g1", {("t", 0): OFFSET}) + [offsets_topic.group_tombstone("g1")]
+    batch = offsets_topic.encode_offsets_batch(pairs, timestamp_ms=1234)
     header, records = decode_records(batch)
     assert (header.base_offset, header.compression, header.timestamp_type, header.producer_id) == (0, 0, 0, -1)
     assert not header.is_transactional and not header.is_control
@@ -309,35 +310,35 @@ def test_offsets_batch_is_one_uncompressed_create_time_batch_without_producer():
 
 def test_empty_offsets_batch_is_refused():
     with pytest.raises(ValueError):
-        rec.encode_offsets_batch([], 0)
+        offsets_topic.encode_offsets_batch([], 0)
 
 
 def test_replay_yields_the_records_of_concatenated_batches_in_order():
-    first = rec.records_for_commit("g1", {("t", 0): OFFSET, ("t", 1): CommittedOffset(3)})
-    second = rec.records_for_group(GROUP) + [rec.offset_tombstone("g1", "t", 1)]
-    log = _at(rec.encode_offsets_batch(first, 10), 0) + _at(rec.encode_offsets_batch(second, 20), 2)
-    assert list(rec.replay(log)) == first + second
-    assert list(rec.replay(memoryview(log))) == first + second
+    first = offsets_topic.records_for_commit("g1", {("t", 0): OFFSET, ("t", 1): CommittedOffset(3)})
+    second = offsets_topic.records_for_group(GROUP) + [offsets_topic.offset_tombstone("g1", "t", 1)]
+    log = _at(offsets_topic.encode_offsets_batch(first, 10), 0) + _at(offsets_topic.encode_offsets_batch(second, 20), 2)
+    assert list(offsets_topic.replay(log)) == first + second
+    assert list(offsets_topic.replay(memoryview(log))) == first + second
 
 
 def test_replay_skips_control_batches_and_ignores_a_trailing_partial_batch():
-    plain = rec.records_for_commit("g1", {("t", 0): OFFSET})
-    log = _at(rec.encode_offsets_batch(plain, 10), 0) + _marker(pid=-1, commit=True, offset=1)
-    log += rec.encode_offsets_batch(plain, 30)[:40]
-    assert list(rec.replay(log)) == plain
+    plain = offsets_topic.records_for_commit("g1", {("t", 0): OFFSET})
+    log = _at(offsets_topic.encode_offsets_batch(plain, 10), 0) + _marker(pid=-1, commit=True, offset=1)
+    log += offsets_topic.encode_offsets_batch(plain, 30)[:40]
+    assert list(offsets_topic.replay(log)) == plain
 
 
 def test_replay_refuses_a_record_without_key():
     batch = encode_batch([Record(0, 0, None, b"x")])
     with pytest.raises(OffsetsRecordError, match="no key"):
-        list(rec.replay(batch))
+        list(offsets_topic.replay(batch))
 
 
 def test_replay_refuses_a_corrupt_batch():
-    batch = bytearray(rec.encode_offsets_batch(rec.records_for_commit("g1", {("t", 0): OFFSET}), 10))
+    batch = bytearray(offsets_topic.encode_offsets_batch(offsets_topic.records_for_commit("g1", {("t", 0): OFFSET}), 10))
     batch[-1] ^= 0xFF
     with pytest.raises(CorruptRecordError):
-        list(rec.replay(bytes(batch)))
+        list(offsets_topic.replay(bytes(batch)))
 
 
 def _at(batch: bytes, base_offset: int) -> bytes:
@@ -358,31 +359,31 @@ def _marker(pid: int, commit: bool, offset: int) -> bytes:
 
 
 def test_replay_applies_committed_transactional_offsets_at_their_marker_and_drops_aborted_ones():
-    a = rec.records_for_commit("g1", {("t", 0): CommittedOffset(10)})
-    b = rec.records_for_commit("g1", {("t", 1): CommittedOffset(20)})
-    plain = rec.records_for_commit("g2", {("t", 0): CommittedOffset(1)})
-    log = (_txn(100, a, 0) + _txn(200, b, 1) + _at(rec.encode_offsets_batch(plain, 0), 2)
+    a = offsets_topic.records_for_commit("g1", {("t", 0): CommittedOffset(10)})
+    b = offsets_topic.records_for_commit("g1", {("t", 1): CommittedOffset(20)})
+    plain = offsets_topic.records_for_commit("g2", {("t", 0): CommittedOffset(1)})
+    log = (_txn(100, a, 0) + _txn(200, b, 1) + _at(offsets_topic.encode_offsets_batch(plain, 0), 2)
            + _marker(200, False, 3) + _marker(100, True, 4))
-    assert list(rec.replay(log)) == plain + a
+    assert list(offsets_topic.replay(log)) == plain + a
 
 
 def test_replay_keeps_a_plain_commit_written_after_the_transactional_one():
-    txn = rec.records_for_commit("g1", {("t", 0): CommittedOffset(10)})
-    later = rec.records_for_commit("g1", {("t", 0): CommittedOffset(11)})
-    log = _txn(100, txn, 0) + _at(rec.encode_offsets_batch(later, 0), 1) + _marker(100, True, 2)
-    assert list(rec.replay(log)) == later
+    txn = offsets_topic.records_for_commit("g1", {("t", 0): CommittedOffset(10)})
+    later = offsets_topic.records_for_commit("g1", {("t", 0): CommittedOffset(11)})
+    log = _txn(100, txn, 0) + _at(offsets_topic.encode_offsets_batch(later, 0), 1) + _marker(100, True, 2)
+    assert list(offsets_topic.replay(log)) == later
 
 
 def test_replay_transactional_tombstone_only_drops_the_held_commit():
-    txn = rec.records_for_commit("g1", {("t", 0): CommittedOffset(10)}) + [rec.offset_tombstone("g1", "t", 0)]
+    txn = offsets_topic.records_for_commit("g1", {("t", 0): CommittedOffset(10)}) + [offsets_topic.offset_tombstone("g1", "t", 0)]
     log = _txn(100, txn, 0) + _marker(100, True, 2)
-    assert list(rec.replay(log)) == []
+    assert list(offsets_topic.replay(log)) == []
 
 
 def test_replay_reports_transactions_still_open_at_the_end():
-    txn = rec.records_for_commit("g1", {("t", 0): CommittedOffset(10)})
+    txn = offsets_topic.records_for_commit("g1", {("t", 0): CommittedOffset(10)})
     open_txns: dict = {}
-    assert list(rec.replay(_txn(100, txn, 0), open_transactions=open_txns)) == []
+    assert list(offsets_topic.replay(_txn(100, txn, 0), open_transactions=open_txns)) == []
     assert open_txns == {100: txn}
 
 
@@ -406,7 +407,7 @@ def test_replay_reports_transactions_still_open_at_the_end():
     ("spark-kafka-source-1", -1638101322),
 ])
 def test_java_string_hash_matches_java(text, expected):
-    assert rec.java_string_hash(text) == expected
+    assert offsets_topic.java_string_hash(text) == expected
 
 
 @pytest.mark.parametrize("group,expected", [
@@ -420,12 +421,12 @@ def test_java_string_hash_matches_java(text, expected):
     ("spark-kafka-source-1", 22),      # 1638101322 % 50 (mask: 26)
 ])
 def test_partition_for_is_kafkas_utils_abs_of_hash_code_mod_partitions(group, expected):
-    assert rec.partition_for(group, 50) == expected
+    assert offsets_topic.partition_for(group, 50) == expected
 
 
 def test_partition_for_refuses_no_partitions():
     with pytest.raises(ValueError):
-        rec.partition_for("g", 0)
+        offsets_topic.partition_for("g", 0)
 
 
 @pytest.mark.parametrize("version", [3, 4], ids=["classic", "flexible"])
