@@ -27,7 +27,8 @@ from rafka.coordinator.admin.partition_plan import has_partitions_with_leaders, 
 from rafka.coordinator.admin.topic_plan import has_leaders, plan_topic, topic_assignment
 from rafka.coordinator.messages import PartitionsSpec, TopicResult, TopicSpec
 from rafka.coordinator.zk.zk_data import ProducerIdBlock, TopicAssignment
-from rafka.coordinator.zk.zk_store import ZkStore, ZnodeVersionConflictError
+from rafka.coordinator.zk.zk_errors import ZnodeVersionConflictError
+from rafka.coordinator.zk.zk_store import ZkStore
 
 state_change = logging.getLogger("rafka.state_change")
 

@@ -32,7 +32,8 @@ from rafka.coordinator.controller.election import (Campaign, OfflineReplicas, al
                                                    campaign, elect_leaders, elect_on_demand, imbalanced_partitions,
                                                    offline_by_partition, online_replicas)
 from rafka.coordinator.zk.zk_data import NO_LEADER, BrokerRegistration, PartitionState
-from rafka.coordinator.zk.zk_store import PartitionStateConflictError, ZkStore
+from rafka.coordinator.zk.zk_errors import PartitionStateConflictError
+from rafka.coordinator.zk.zk_store import ZkStore
 from rafka.partition_worker.messages import AlterIsr
 
 state_change = logging.getLogger("rafka.state_change")

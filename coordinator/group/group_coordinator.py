@@ -1,19 +1,22 @@
 """The group coordinator of one broker: hosts the group state machine and the committed
-offsets of the `__consumer_offsets` partitions this broker leads.
+offsets of the `__consumer_offsets` partitions this broker leads, and answers the group
+membership requests (JoinGroup, SyncGroup, Heartbeat, LeaveGroup) and the group timers.
 
 It runs inside the broker's front end, next to the client connections and the data channels
 to the local replicas, so a heartbeat or an offset commit costs no Ray call. The pure parts
 do the deciding: `GroupCoordinatorState` (groups, members, rebalances, timers) and
-`OffsetStore` (committed offsets); this class feeds them requests and timer ticks, writes
-what they ask to `__consumer_offsets` before answering (Kafka's rule: a commit is answered
-once written with acks=all), and rebuilds them from the log when it takes a partition over
-(COORDINATOR_LOAD_IN_PROGRESS meanwhile; NOT_COORDINATOR for groups it does not own).
+`OffsetStore` (committed offsets); this class feeds them requests and timer ticks and writes
+the group metadata they ask to `__consumer_offsets` before answering (Kafka's rule: a write is
+answered once written with acks=all). Two collaborators do the rest: `OffsetsPartitions`
+(offsets_loading.py) rebuilds the state from the log when this broker takes a partition over
+(COORDINATOR_LOAD_IN_PROGRESS meanwhile; NOT_COORDINATOR for groups it does not own), and
+`OffsetRequests` (offset_requests.py) serves OffsetCommit, OffsetFetch, OffsetDelete,
+DeleteGroups and the expiry of offsets.
 """
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -23,34 +26,18 @@ from rafka.common.config import BrokerConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import OFFSETS_TOPIC
-from rafka.coordinator.group import offsets_records as records
+from rafka.coordinator.group import offsets_topic
 from rafka.coordinator.group.group_messages import (
     CommittedOffset, HeartbeatRequest, HeartbeatResponse, JoinRequest, JoinResponse, LeaveRequest, LeaveResponse,
     Outcome, SyncRequest, SyncResponse,
 )
-from rafka.coordinator.group.group_metadata import STABLE, GroupConfig
+from rafka.coordinator.group.group_metadata import GroupConfig
 from rafka.coordinator.group.group_state import GroupCoordinatorState
+from rafka.coordinator.group.offset_requests import OffsetRequests, TopicPartitionKey
 from rafka.coordinator.group.offset_store import OffsetStore
+from rafka.coordinator.group.offsets_loading import OffsetsPartitions
 
 log = logging.getLogger(__name__)
-
-TopicPartitionKey = tuple[str, int]
-
-# How an error of the append to __consumer_offsets is reported to a committing client
-# (Kafka's GroupMetadataManager.storeOffsets / storeGroup).
-_APPEND_ERRORS = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-}
-# A failed load of a partition is retried after load_retry_backoff_ms, doubling up to this.
-_MAX_LOAD_RETRY_BACKOFF_MS = 5000
 
 # How an error of the write of group metadata is answered to the JoinGroup/SyncGroup that waited
 # on it (Kafka's GroupMetadataManager.storeGroup); other errors are answered as they are.
@@ -109,7 +96,12 @@ class OffsetsStorage(Protocol):
         group metadata in between were acknowledged to clients by the leader before it."""
 
 
+
 class GroupCoordinator:
+    """One broker's group coordinator (see the module docstring). Not thread-safe: it runs on the
+    front end's event loop, and each await on a write to `__consumer_offsets` lets other
+    requests in."""
+
     def __init__(self, broker_id: int, settings: GroupSettings, storage: OffsetsStorage,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         self.broker_id = broker_id
@@ -119,8 +111,6 @@ class GroupCoordinator:
         self._log = Prefixed(log, f"[GroupCoordinator broker={broker_id}]")
         self.state = GroupCoordinatorState(settings.group)
         self.offsets = OffsetStore()
-        self._owned: set[int] = set()      # loaded partitions
-        self._loading: dict[int, asyncio.Task] = {}
         self._pending: dict[int, asyncio.Future] = {}
         self._token_groups: dict[int, str] = {}  # pending token -> the group its request is for
         # group id -> done once its metadata write under way (and what follows from it) is over
@@ -128,114 +118,39 @@ class GroupCoordinator:
         self._next_token = 0
         self._timer_wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
+        self.offsets_partitions = OffsetsPartitions(settings, storage, self.state, self.offsets, clock_ms=clock_ms,
+                                                    complete=self._complete, loads_ended=self._timer_wake,
+                                                    log=self._log)
+        self._offset_requests = OffsetRequests(settings, storage, self.state, self.offsets,
+                                               check=self.offsets_partitions.check, clock_ms=clock_ms, log=self._log)
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
         """Start the timer loop and the offset-expiry loop (call from the running loop)."""
         if not self._tasks:
             self._tasks = [asyncio.ensure_future(self._timer_loop()),
-                           asyncio.ensure_future(self._expiry_loop())]
+                           asyncio.ensure_future(self._offset_requests.expiry_loop())]
 
     async def stop(self) -> None:
-        for task in [*self._tasks, *self._loading.values()]:
+        for task in [*self._tasks, *self.offsets_partitions.loading_tasks()]:
             task.cancel()
         self._tasks = []
         for future in self._pending.values():
             if not future.done():
                 future.cancel()
 
+    # -- ownership -------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
-        return records.partition_for(group_id, self.settings.partitions)
+        return self.offsets_partitions.partition_for(group_id)
 
     def set_led_partitions(self, partitions: set[int]) -> None:
         """The `__consumer_offsets` partitions this broker now leads: load new ones in the
         background, drop the groups of ones it lost."""
-        for partition in sorted(partitions - self._owned - set(self._loading)):
-            self._loading[partition] = asyncio.ensure_future(self._load(partition))
-        for partition in sorted((self._owned | set(self._loading)) - partitions):
-            task = self._loading.pop(partition, None)
-            if task is not None:
-                task.cancel()
-            self._owned.discard(partition)
-            self._unload(partition)
+        self.offsets_partitions.set_led_partitions(partitions)
 
-    async def _load(self, partition: int) -> None:
-        """Load `partition` until it is loaded or no longer led here (this task is cancelled).
-
-        A read can fail for a while after this broker is told it leads the partition: after a
-        restart the front end may hear of the leader before the replica has taken leadership
-        (NOT_LEADER_OR_FOLLOWER). A failed load is retried with backoff, its groups answering
-        COORDINATOR_LOAD_IN_PROGRESS meanwhile, instead of NOT_COORDINATOR until the next
-        leadership change, which may never come."""
-        backoff_ms = self.settings.load_retry_backoff_ms
-        try:
-            for attempt in itertools.count(1):
-                try:
-                    await self._load_once(partition)
-                    return
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:  # noqa: BLE001 - retried while the partition is led here
-                    if attempt == 1:
-                        self._log.exception("failed to load %s-%d; retrying", OFFSETS_TOPIC, partition)
-                    else:
-                        self._log.warning("failed to load %s-%d (attempt %d): %r", OFFSETS_TOPIC, partition,
-                                          attempt, e)
-                await asyncio.sleep(backoff_ms / 1000)
-                backoff_ms = min(backoff_ms * 2, _MAX_LOAD_RETRY_BACKOFF_MS)
-        finally:
-            self._loading.pop(partition, None)
-            self._timer_wake.set()
-
-    async def _load_once(self, partition: int) -> None:
-        """Replay the partition's log into the offsets and groups, then own it. Raises when the
-        log cannot be read; records that cannot be parsed are skipped with a warning."""
-        started = time.monotonic()
-        skipped = 0
-
-        def skip(reason: str) -> None:
-            # One unreadable record (junk, or a bug of ours) must not leave the partition's
-            # groups without a coordinator for good: skip it, say so, load the rest.
-            nonlocal skipped
-            skipped += 1
-            self._log.warning("skipped an unreadable record of %s-%d: %s", OFFSETS_TOPIC, partition, reason)
-
-        count = 0
-        open_transactions: dict = {}
-        async for batch in self._storage.read(partition):
-            for key, value in records.replay(batch, open_transactions=open_transactions, on_unreadable=skip):
-                try:
-                    self.offsets.apply(key, value)
-                except records.OffsetsRecordError as e:
-                    skip(str(e))
-                    continue
-                count += 1
-        now = self._clock_ms()
-        for group_id in self.offsets.groups():
-            snapshot = self.offsets.group_snapshot(group_id)
-            if snapshot is not None and self.partition_for(group_id) == partition:
-                self.state.load(snapshot, now)
-        self._owned.add(partition)
-        self._log.info("loaded %s-%d: %d records (%d unreadable, skipped) in %.3f s", OFFSETS_TOPIC, partition,
-                       count, skipped, time.monotonic() - started)
-
-    def _unload(self, partition: int) -> None:
-        groups = self.offsets.unload_partition(partition, self.settings.partitions)
-        groups += [g for g in self.state.group_ids() if self.partition_for(g) == partition and g not in groups]
-        self._complete(self.state.unload(groups))
-        self._log.info("unloaded %s-%d (%d groups)", OFFSETS_TOPIC, partition, len(groups))
-
-    # -- ownership -------------------------------------------------------------------
     def check(self, group_id: str) -> ErrorCode:
         """NONE when this broker coordinates `group_id` and has loaded it."""
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        partition = self.partition_for(group_id)
-        if partition in self._owned:
-            return ErrorCode.NONE
-        if partition in self._loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NOT_COORDINATOR
+        return self.offsets_partitions.check(group_id)
 
     # -- membership ----------------------------------------------------------------
     async def join(self, request: JoinRequest) -> JoinResponse:
@@ -316,11 +231,11 @@ class GroupCoordinator:
         by_partition: dict[int, list] = {}
         for snapshot in outcome.persist:
             by_partition.setdefault(self.partition_for(snapshot.group_id), []).extend(
-                records.records_for_group(snapshot))
+                offsets_topic.records_for_group(snapshot))
         for partition, pairs in by_partition.items():
             try:
                 code = await self._storage.append(partition,
-                                                  records.encode_offsets_batch(pairs, self._clock_ms()))
+                                                  offsets_topic.encode_offsets_batch(pairs, self._clock_ms()))
             except Exception as e:  # noqa: BLE001 - a lost replica: the write failed, the group goes on
                 self._log.warning("writing group metadata to %s-%d failed: %r", OFFSETS_TOPIC, partition, e)
                 code = ErrorCode.UNKNOWN_SERVER_ERROR
@@ -364,105 +279,27 @@ class GroupCoordinator:
             except Exception:  # noqa: BLE001 - one bad tick must not stop the timers
                 self._log.exception("group timer tick failed")
 
-    # -- offsets ---------------------------------------------------------------------
+
+    # -- offsets (OffsetRequests) ------------------------------------------------------
     async def commit_offsets(self, group_id: str, member_id: str, generation_id: int,
                              group_instance_id: str | None,
                              offsets: dict[TopicPartitionKey, CommittedOffset]) -> dict[TopicPartitionKey, ErrorCode]:
         """OffsetCommit: validate the member, write the commits with acks=all, then cache them."""
-        code = self.check(group_id)
-        if code is ErrorCode.NONE:
-            code = self.state.validate_offset_commit(group_id, member_id, generation_id, group_instance_id,
-                                                     self._clock_ms())
-        if code is not ErrorCode.NONE:
-            return {tp: code for tp in offsets}
-        results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, o in offsets.items()
-                   if o.metadata is not None and len(o.metadata.encode()) > self.settings.metadata_max_bytes}
-        accepted = {tp: o for tp, o in offsets.items() if tp not in results}
-        if accepted:
-            batch = records.encode_offsets_batch(records.records_for_commit(group_id, accepted), self._clock_ms())
-            try:
-                written = await asyncio.wait_for(self._storage.append(self.partition_for(group_id), batch),
-                                                 self.settings.commit_timeout_ms / 1000)
-            except asyncio.TimeoutError:
-                written = ErrorCode.REQUEST_TIMED_OUT
-            except Exception as e:  # noqa: BLE001 - the write failed; the member is told, not disconnected
-                self._log.warning("writing offsets of group %s failed: %r", group_id, e)
-                written = ErrorCode.UNKNOWN_SERVER_ERROR
-            if written is ErrorCode.NONE:
-                self.offsets.commit(group_id, accepted)
-            mapped = _APPEND_ERRORS.get(written, ErrorCode.UNKNOWN_SERVER_ERROR) \
-                if written is not ErrorCode.NONE else ErrorCode.NONE
-            results.update({tp: mapped for tp in accepted})
-        return results
+        return await self._offset_requests.commit_offsets(group_id, member_id, generation_id, group_instance_id,
+                                                          offsets)
 
     def fetch_offsets(self, group_id: str, partitions: list[TopicPartitionKey] | None
                       ) -> tuple[ErrorCode, dict[TopicPartitionKey, CommittedOffset | None]]:
         """OffsetFetch: the committed offsets (None: nothing committed) or a group-level error."""
-        code = self.check(group_id)
-        if code is not ErrorCode.NONE:
-            return code, {}
-        found = self.offsets.fetch(group_id, partitions)
-        if partitions is None:
-            return ErrorCode.NONE, dict(found)
-        return ErrorCode.NONE, {tp: found.get(tp) for tp in partitions}
+        return self._offset_requests.fetch_offsets(group_id, partitions)
 
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
-        results: dict[str, ErrorCode] = {}
-        ours = []
-        for group_id in group_ids:
-            code = self.check(group_id)
-            if code is ErrorCode.NONE:
-                ours.append(group_id)
-            else:
-                results[group_id] = code
-        if ours:
-            deleted = self.state.delete_groups(ours, self._clock_ms())
-            for group_id, code in deleted.items():
-                if code is ErrorCode.GROUP_ID_NOT_FOUND and self.offsets.fetch(group_id, None):
-                    code = ErrorCode.NONE  # a simple consumer's group: offsets only
-                if code is ErrorCode.NONE:
-                    code = await self._write_tombstones(group_id, self.offsets.delete_group(group_id))
-                results[group_id] = code
-        return results
+        return await self._offset_requests.delete_groups(group_ids)
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartitionKey]) -> ErrorCode:
         """OffsetDelete: only while no member of the group consumes (Empty group)."""
-        code = self.check(group_id)
-        if code is not ErrorCode.NONE:
-            return code
-        if not self.state.is_empty_or_absent(group_id):
-            return ErrorCode.NON_EMPTY_GROUP
-        return await self._write_tombstones(group_id, self.offsets.delete_offsets(group_id, partitions,
-                                                                                  group_is_empty=True))
-
-    async def _write_tombstones(self, group_id: str, pairs: list) -> ErrorCode:
-        if not pairs:
-            return ErrorCode.NONE
-        written = await self._storage.append(self.partition_for(group_id),
-                                             records.encode_offsets_batch(pairs, self._clock_ms()))
-        return ErrorCode.NONE if written is ErrorCode.NONE else _APPEND_ERRORS.get(written, ErrorCode.UNKNOWN_SERVER_ERROR)
-
-    async def _expiry_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.settings.retention_check_interval_ms / 1000)
-            try:
-                await self.expire_offsets()
-            except Exception:  # noqa: BLE001
-                self._log.exception("offset expiry failed")
+        return await self._offset_requests.delete_offsets(group_id, partitions)
 
     async def expire_offsets(self) -> int:
         """Remove offsets past `offsets.retention.minutes` of empty groups; returns how many."""
-        now = self._clock_ms()
-        tombstones = self.offsets.expire(now, self.settings.retention_ms, self.state.is_empty_or_absent,
-                                         is_stable=lambda g: self.state.state_name(g) == STABLE)
-        by_partition: dict[int, list] = {}
-        for key, value in tombstones:
-            decoded = records.decode_key(key)
-            by_partition.setdefault(self.partition_for(decoded.group), []).append((key, value))
-            if isinstance(decoded, records.GroupKey) and self.state.is_empty_or_absent(decoded.group):
-                self.state.delete_groups([decoded.group], now)  # an empty group without offsets is dead
-        for partition, pairs in by_partition.items():
-            await self._storage.append(partition, records.encode_offsets_batch(pairs, self._clock_ms()))
-        if tombstones:
-            self._log.info("expired %d committed offsets", len(tombstones))
-        return len(tombstones)
+        return await self._offset_requests.expire_offsets()

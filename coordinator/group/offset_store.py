@@ -6,6 +6,7 @@ import struct
 from collections.abc import Callable, Collection, Iterable, Mapping
 
 from rafka.coordinator.group import offsets_records as rec
+from rafka.coordinator.group import offsets_topic
 from rafka.coordinator.group.group_messages import (
     NO_EXPIRE_TIMESTAMP,
     CommittedOffset,
@@ -106,9 +107,9 @@ class OffsetStore:
         them; here we write one exactly when a group record is stored, whatever its generation.
         """
         offsets = self._offsets.pop(group, {})
-        tombstones = rec.offset_tombstones(group, offsets)
+        tombstones = offsets_topic.offset_tombstones(group, offsets)
         if self._groups.pop(group, None) is not None:
-            tombstones.append(rec.group_tombstone(group))
+            tombstones.append(offsets_topic.group_tombstone(group))
         return tombstones
 
     def delete_offsets(self, group: str, partitions: Iterable[TopicPartitionKey], *,
@@ -118,7 +119,7 @@ class OffsetStore:
         (GROUP_SUBSCRIBED_TO_TOPIC). As Kafka's `cleanupGroupMetadata` does, an Empty group
         (`group_is_empty`) left without offsets dies: its group record's tombstone follows."""
         removed = self._remove_offsets(group, partitions)
-        tombstones = rec.offset_tombstones(group, removed)
+        tombstones = offsets_topic.offset_tombstones(group, removed)
         if group_is_empty:
             tombstones += self._maybe_dead(group)
         return tombstones
@@ -162,7 +163,7 @@ class OffsetStore:
         for group in sorted(self.groups()):
             empty = is_empty(group)
             expired = self._expired(group, now_ms, retention_ms, empty, is_stable, has_pending_commit)
-            tombstones += rec.offset_tombstones(group, self._remove_offsets(group, expired))
+            tombstones += offsets_topic.offset_tombstones(group, self._remove_offsets(group, expired))
             if empty:
                 dead += self._maybe_dead(group)
         return tombstones + dead
@@ -170,7 +171,7 @@ class OffsetStore:
     def unload_partition(self, partition: int, partitions_count: int) -> list[str]:
         """Forget the groups of one `__consumer_offsets` partition (leadership moved away);
         returns them sorted."""
-        gone = sorted(g for g in self.groups() if rec.partition_for(g, partitions_count) == partition)
+        gone = sorted(g for g in self.groups() if offsets_topic.partition_for(g, partitions_count) == partition)
         for group in gone:
             self._offsets.pop(group, None)
             self._groups.pop(group, None)
@@ -191,7 +192,7 @@ class OffsetStore:
         """An Empty group without offsets dies (Kafka: `group.is(Empty) && !group.hasOffsets`)."""
         if self.has_offsets(group) or self._groups.pop(group, None) is None:
             return []
-        return [rec.group_tombstone(group)]
+        return [offsets_topic.group_tombstone(group)]
 
     def _expired(self, group: str, now_ms: int, retention_ms: int, empty: bool,
                  is_stable: Callable[[str], bool] | None,

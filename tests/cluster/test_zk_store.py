@@ -18,7 +18,8 @@ from rafka.common.types import Endpoint
 from rafka.coordinator.zk import zk_data as zd
 from rafka.coordinator.zk.zk_data import BrokerRegistration, PartitionState, TopicAssignment
 from rafka.common.ports import unused_port
-from rafka.coordinator.zk.zk_store import PartitionStateConflictError, ZkStore, ZnodeVersionConflictError
+from rafka.coordinator.zk.zk_errors import PartitionStateConflictError, ZnodeVersionConflictError
+from rafka.coordinator.zk.zk_store import ZkStore
 
 
 def wait_until(cond: Callable[[], bool], timeout_s: float = 10.0) -> None:
@@ -442,7 +443,6 @@ def test_replicas_a_live_broker_reports_offline_lose_leadership_and_isr_until_th
     from rafka.common.errors import ErrorCode
     from rafka.common.types import TopicPartition
     from rafka.coordinator.controller.controller import Controller
-    from rafka.coordinator.zk.zk_store import ZnodeVersionConflictError
     from rafka.partition_worker.messages import AlterIsr
 
     store = stores()

@@ -21,7 +21,7 @@ def test_an_offsets_partition_still_starting_is_waited_for_and_found_once_it_run
                                    {OFFSETS_TOPIC: TopicInfo(OFFSETS_TOPIC, uuid.uuid4(), partitions, internal=True)})
         zero, one = TopicPartition(OFFSETS_TOPIC, 0), TopicPartition(OFFSETS_TOPIC, 1)
         frontend.update_metadata(metadata, {}, {}, frozenset({zero, one}))
-        owned = frontend.groups._loading.keys() | frontend.groups._owned   # both load while starting
+        owned = frontend.groups.offsets_partitions.led()   # both load while starting
         waiting = asyncio.ensure_future(frontend._offsets_channel(0, 5))
         await asyncio.sleep(0.01)
         frontend.update_metadata(metadata, {one: (None, "/nonexistent/one.sock")}, {}, frozenset({zero}))

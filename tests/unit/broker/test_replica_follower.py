@@ -154,7 +154,7 @@ def test_a_new_group_coordinator_loads_the_offsets_its_replica_holds_past_the_hi
     replica holds, not only those below the high watermark it was told as a follower: a commit
     acknowledged by the old coordinator (acks=all: the follower had it) is never lost."""
     from rafka.common.types import OFFSETS_TOPIC
-    from rafka.coordinator.group import offsets_records as records
+    from rafka.coordinator.group import offsets_topic as topic
     from rafka.coordinator.group.group_coordinator import GroupSettings
     from rafka.coordinator.group.group_messages import CommittedOffset
     from rafka.net.frontend_actor import Frontend
@@ -164,8 +164,8 @@ def test_a_new_group_coordinator_loads_the_offsets_its_replica_holds_past_the_hi
     async def scenario(pair: Pair) -> None:
         pair.lead(A, 1)
         for offset in (10, 20):   # two commits of group g on A, both fetched by B
-            commit = records.records_for_commit("g", {("orders", 0): CommittedOffset(offset)})
-            assert (await pair.channels[A].append(records.encode_offsets_batch(commit, 1_700_000_000_000), 1)).error \
+            commit = topic.records_for_commit("g", {("orders", 0): CommittedOffset(offset)})
+            assert (await pair.channels[A].append(topic.encode_offsets_batch(commit, 1_700_000_000_000), 1)).error \
                 is ErrorCode.NONE
             await pair.fetch_once(A, B, 1)
         assert pair.replicas[B].status().high_watermark == 1   # told before the second commit was fetched

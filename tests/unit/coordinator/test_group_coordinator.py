@@ -11,6 +11,7 @@ import pytest
 
 from rafka.common.errors import ErrorCode
 from rafka.coordinator.group import offsets_records as records
+from rafka.coordinator.group import offsets_topic as topic
 from rafka.coordinator.group.group_coordinator import GroupCoordinator, GroupSettings
 from rafka.coordinator.group.group_messages import CommittedOffset, JoinRequest, SyncRequest
 from rafka.coordinator.group.group_metadata import GroupConfig
@@ -91,7 +92,7 @@ def test_commit_is_written_before_it_is_answered_and_fetched_back():
         offsets = {("t", 0): CommittedOffset(5, 2, "meta"), ("t", 1): CommittedOffset(9)}
         assert await coordinator.commit_offsets(GROUP, "", -1, None, offsets) == {
             ("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.NONE}
-        written = [kv for b in storage.batches[coordinator.partition_for(GROUP)] for kv in records.replay(b)]
+        written = [kv for b in storage.batches[coordinator.partition_for(GROUP)] for kv in topic.replay(b)]
         assert sorted(records.decode_key(k).partition for k, _ in written) == [0, 1]
         code, found = coordinator.fetch_offsets(GROUP, [("t", 0), ("t", 7)])
         assert code is ErrorCode.NONE and found[("t", 0)].offset == 5 and found[("t", 7)] is None
@@ -165,7 +166,7 @@ def test_deleting_a_group_writes_tombstones():
         coordinator = await loaded(storage)
         await coordinator.commit_offsets(GROUP, "", -1, None, {("t", 0): CommittedOffset(1)})
         assert await coordinator.delete_groups([GROUP]) == {GROUP: ErrorCode.NONE}
-        last = list(records.replay(storage.batches[coordinator.partition_for(GROUP)][-1]))
+        last = list(topic.replay(storage.batches[coordinator.partition_for(GROUP)][-1]))
         assert all(value is None for _, value in last) and last
         assert coordinator.fetch_offsets(GROUP, None) == (ErrorCode.NONE, {})
         await coordinator.stop()
@@ -180,8 +181,8 @@ def test_unreadable_records_are_skipped_with_a_log_line_and_the_partition_still_
 
     async def go():
         storage = MemoryOffsets()
-        partition = records.partition_for(GROUP, PARTITIONS)
-        commit = records.encode_offsets_batch(records.records_for_commit(GROUP, {("t", 0): CommittedOffset(7)}), 1)
+        partition = topic.partition_for(GROUP, PARTITIONS)
+        commit = topic.encode_offsets_batch(topic.records_for_commit(GROUP, {("t", 0): CommittedOffset(7)}), 1)
         storage.batches[partition] += [
             commit,
             encode_batch([Record(0, 1, None, b"no key")]),
@@ -189,7 +190,7 @@ def test_unreadable_records_are_skipped_with_a_log_line_and_the_partition_still_
             encode_batch([Record(0, 1, records.offset_commit_key(GROUP, "t", 1), b"\x00\x03junk")]),
             encode_batch([Record(0, 1, records.group_metadata_key(GROUP), b"\x00\x03\xff")]),
             encode_batch([Record(0, 1, b"\x00", b"truncated key")]),
-            records.encode_offsets_batch(records.records_for_commit(GROUP, {("t", 2): CommittedOffset(9)}), 1),
+            topic.encode_offsets_batch(topic.records_for_commit(GROUP, {("t", 2): CommittedOffset(9)}), 1),
         ]
         coordinator = await loaded(storage)
         assert coordinator.check(GROUP) is ErrorCode.NONE
@@ -275,9 +276,9 @@ class NotYetLeader(MemoryOffsets):
 def test_a_failed_load_is_retried_while_the_partition_is_led_here():
     async def go():
         storage = NotYetLeader(failures=3)
-        partition = records.partition_for(GROUP, PARTITIONS)
+        partition = topic.partition_for(GROUP, PARTITIONS)
         storage.batches[partition].append(
-            records.encode_offsets_batch(records.records_for_commit(GROUP, {("t", 0): CommittedOffset(5)}), 1))
+            topic.encode_offsets_batch(topic.records_for_commit(GROUP, {("t", 0): CommittedOffset(5)}), 1))
         coordinator = GroupCoordinator(1, dataclasses.replace(SETTINGS, load_retry_backoff_ms=10), storage)
         coordinator.start()
         coordinator.set_led_partitions({partition})

@@ -10,7 +10,7 @@ import threading
 from rafka.common.types import TopicPartition
 from rafka.coordinator.broker.offline_report import OfflineReplicaReport
 from rafka.coordinator.zk.zk_data import LOG_DIR_FAILURE_EVENT, REPLICAS_ONLINE_EVENT
-from rafka.coordinator.zk.zk_store import ZnodeVersionConflictError
+from rafka.coordinator.zk.zk_errors import ZnodeVersionConflictError
 
 A0, A1 = TopicPartition("a", 0), TopicPartition("a", 1)
 log = logging.getLogger(__name__)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from rafka.coordinator.group import offsets_records as rec
+from rafka.coordinator.group import offsets_topic as topic
 from rafka.coordinator.group.group_messages import (
     CommittedOffset,
     GroupSnapshot,
@@ -62,9 +62,9 @@ def always(answer: bool):
 
 def test_replay_keeps_the_latest_commit_per_partition_and_tombstones_delete():
     store = replayed(
-        *rec.records_for_commit("g1", {("t", 0): committed(5, T0), ("t", 1): committed(6, T0)}),
-        *rec.records_for_commit("g1", {("t", 0): committed(9, T0 + 1)}),
-        rec.offset_tombstone("g1", "t", 1),
+        *topic.records_for_commit("g1", {("t", 0): committed(5, T0), ("t", 1): committed(6, T0)}),
+        *topic.records_for_commit("g1", {("t", 0): committed(9, T0 + 1)}),
+        topic.offset_tombstone("g1", "t", 1),
     )
     assert store.fetch("g1") == {("t", 0): committed(9, T0 + 1)}
     assert store.groups() == {"g1"}
@@ -72,21 +72,21 @@ def test_replay_keeps_the_latest_commit_per_partition_and_tombstones_delete():
 
 def test_replay_keeps_the_latest_group_metadata_and_a_group_tombstone_removes_only_it():
     g = stable("g1", member("m1", "t"))
-    store = replayed(*rec.records_for_group(empty("g1", T0)), *rec.records_for_group(g),
-                     *rec.records_for_commit("g1", {("t", 0): committed(5, T0)}))
+    store = replayed(*topic.records_for_group(empty("g1", T0)), *topic.records_for_group(g),
+                     *topic.records_for_commit("g1", {("t", 0): committed(5, T0)}))
     assert store.group_snapshot("g1") == g
-    store.apply(*rec.group_tombstone("g1"))
+    store.apply(*topic.group_tombstone("g1"))
     assert store.group_snapshot("g1") is None
     assert store.fetch("g1") == {("t", 0): committed(5, T0)}   # offsets have their own tombstones
 
 
 def test_the_last_offset_tombstone_forgets_a_group_without_metadata():
-    store = replayed(*rec.records_for_commit("g1", {("t", 0): committed(5, T0)}), rec.offset_tombstone("g1", "t", 0))
+    store = replayed(*topic.records_for_commit("g1", {("t", 0): committed(5, T0)}), topic.offset_tombstone("g1", "t", 0))
     assert store.groups() == set() and store.fetch("g1") == {}
 
 
 def test_tombstones_of_unknown_keys_change_nothing():
-    store = replayed(rec.offset_tombstone("nobody", "t", 0), rec.group_tombstone("nobody"))
+    store = replayed(topic.offset_tombstone("nobody", "t", 0), topic.group_tombstone("nobody"))
     assert store.groups() == set()
 
 
@@ -97,11 +97,11 @@ def test_records_of_an_unknown_key_version_are_skipped():
 
 
 def test_a_store_loads_from_a_replayed_log():
-    batches = (rec.encode_offsets_batch(rec.records_for_commit("g1", {("t", 0): committed(5, T0)}), T0)
-               + rec.encode_offsets_batch(rec.records_for_group(empty("g2", T0))
-                                          + rec.records_for_commit("g2", {("u", 3): committed(1, T0)}), T0))
+    batches = (topic.encode_offsets_batch(topic.records_for_commit("g1", {("t", 0): committed(5, T0)}), T0)
+               + topic.encode_offsets_batch(topic.records_for_group(empty("g2", T0))
+                                          + topic.records_for_commit("g2", {("u", 3): committed(1, T0)}), T0))
     store = OffsetStore()
-    for key, value in rec.replay(batches):
+    for key, value in topic.replay(batches):
         store.apply(key, value)
     assert store.fetch("g1") == {("t", 0): committed(5, T0)}
     assert store.fetch("g2") == {("u", 3): committed(1, T0)}
@@ -145,15 +145,15 @@ def test_delete_group_returns_a_tombstone_per_offset_then_the_group_record():
     store = OffsetStore()
     store.store_group(empty("g1", T0))
     store.commit("g1", {("t", 0): committed(5, T0), ("u", 2): committed(6, T0)})
-    assert store.delete_group("g1") == [rec.offset_tombstone("g1", "t", 0), rec.offset_tombstone("g1", "u", 2),
-                                        rec.group_tombstone("g1")]
+    assert store.delete_group("g1") == [topic.offset_tombstone("g1", "t", 0), topic.offset_tombstone("g1", "u", 2),
+                                        topic.group_tombstone("g1")]
     assert store.groups() == set() and store.group_snapshot("g1") is None
 
 
 def test_delete_group_without_metadata_writes_no_group_tombstone():
     store = OffsetStore()
     store.commit("g1", {("t", 0): committed(5, T0)})
-    assert store.delete_group("g1") == [rec.offset_tombstone("g1", "t", 0)]
+    assert store.delete_group("g1") == [topic.offset_tombstone("g1", "t", 0)]
     assert store.delete_group("g1") == [] and store.delete_group("nobody") == []
 
 
@@ -162,7 +162,7 @@ def test_delete_offsets_returns_tombstones_for_the_offsets_that_existed():
     store.store_group(stable("g1", member("m1", "u")))
     store.commit("g1", {("t", 0): committed(5, T0), ("t", 1): committed(6, T0), ("u", 0): committed(1, T0)})
     assert store.delete_offsets("g1", [("t", 0), ("t", 1), ("t", 7)]) == [
-        rec.offset_tombstone("g1", "t", 0), rec.offset_tombstone("g1", "t", 1)]
+        topic.offset_tombstone("g1", "t", 0), topic.offset_tombstone("g1", "t", 1)]
     assert store.fetch("g1") == {("u", 0): committed(1, T0)}
     assert store.delete_offsets("nobody", [("t", 0)]) == []
 
@@ -172,7 +172,7 @@ def test_deleting_the_last_offsets_of_an_empty_group_kills_it():
     store.store_group(empty("g1", T0))
     store.commit("g1", {("t", 0): committed(5, T0)})
     assert store.delete_offsets("g1", [("t", 0)], group_is_empty=True) == [
-        rec.offset_tombstone("g1", "t", 0), rec.group_tombstone("g1")]
+        topic.offset_tombstone("g1", "t", 0), topic.group_tombstone("g1")]
     assert store.groups() == set()
 
 
@@ -180,7 +180,7 @@ def test_deleting_the_last_offsets_of_a_live_group_keeps_its_metadata():
     store = OffsetStore()
     store.store_group(stable("g1", member("m1", "u")))
     store.commit("g1", {("t", 0): committed(5, T0)})
-    assert store.delete_offsets("g1", [("t", 0)]) == [rec.offset_tombstone("g1", "t", 0)]
+    assert store.delete_offsets("g1", [("t", 0)]) == [topic.offset_tombstone("g1", "t", 0)]
     assert store.groups() == {"g1"}
 
 
@@ -190,9 +190,9 @@ def test_a_simple_consumers_offsets_expire_retention_after_their_commit():
     store = OffsetStore()
     store.commit("simple", {("t", 0): committed(5, T0), ("t", 1): committed(6, T0 + DAY)})
     assert store.expire(T0 + RETENTION - 1, RETENTION, always(True)) == []
-    assert store.expire(T0 + RETENTION, RETENTION, always(True)) == [rec.offset_tombstone("simple", "t", 0)]
+    assert store.expire(T0 + RETENTION, RETENTION, always(True)) == [topic.offset_tombstone("simple", "t", 0)]
     assert store.fetch("simple") == {("t", 1): committed(6, T0 + DAY)}
-    assert store.expire(T0 + DAY + RETENTION, RETENTION, always(True)) == [rec.offset_tombstone("simple", "t", 1)]
+    assert store.expire(T0 + DAY + RETENTION, RETENTION, always(True)) == [topic.offset_tombstone("simple", "t", 1)]
     assert store.groups() == set()
 
 
@@ -209,7 +209,7 @@ def test_an_empty_groups_offsets_expire_retention_after_it_became_empty():
     # Both commits are older than the retention, but the group emptied only 6 days ago.
     assert store.expire(T0 + 9 * DAY, RETENTION, always(True)) == []
     assert store.expire(T0 + 3 * DAY + RETENTION, RETENTION, always(True)) == [
-        rec.offset_tombstone("g1", "t", 0), rec.offset_tombstone("g1", "t", 1), rec.group_tombstone("g1")]
+        topic.offset_tombstone("g1", "t", 0), topic.offset_tombstone("g1", "t", 1), topic.group_tombstone("g1")]
     assert store.groups() == set()
 
 
@@ -217,7 +217,7 @@ def test_an_empty_group_without_state_timestamp_measures_from_each_commit():
     store = OffsetStore()
     store.commit("g1", {("t", 0): committed(5, T0), ("t", 1): committed(6, T0 + DAY)})
     store.store_group(empty("g1", since=-1))         # a v0/v1 group record
-    assert store.expire(T0 + RETENTION, RETENTION, always(True)) == [rec.offset_tombstone("g1", "t", 0)]
+    assert store.expire(T0 + RETENTION, RETENTION, always(True)) == [topic.offset_tombstone("g1", "t", 0)]
     assert store.group_snapshot("g1") is not None
 
 
@@ -225,9 +225,9 @@ def test_an_explicit_expire_timestamp_overrides_the_retention():
     store = OffsetStore()
     store.commit("simple", {("t", 0): committed(5, T0, expire=T0 + MINUTE),
                             ("t", 1): committed(6, T0, expire=T0 + 30 * DAY)})
-    assert store.expire(T0 + MINUTE, RETENTION, always(True)) == [rec.offset_tombstone("simple", "t", 0)]
+    assert store.expire(T0 + MINUTE, RETENTION, always(True)) == [topic.offset_tombstone("simple", "t", 0)]
     assert store.expire(T0 + 29 * DAY, RETENTION, always(True)) == []     # past the retention, not the expiry
-    assert store.expire(T0 + 30 * DAY, RETENTION, always(True)) == [rec.offset_tombstone("simple", "t", 1)]
+    assert store.expire(T0 + 30 * DAY, RETENTION, always(True)) == [topic.offset_tombstone("simple", "t", 1)]
 
 
 def test_a_stable_consumer_group_expires_only_offsets_of_topics_nobody_subscribes_to():
@@ -238,7 +238,7 @@ def test_a_stable_consumer_group_expires_only_offsets_of_topics_nobody_subscribe
     now = T0 + RETENTION
     assert store.expire(now, RETENTION, always(False)) == []                      # state unknown: keep
     assert store.expire(now, RETENTION, always(False), is_stable=always(False)) == []  # rebalancing: keep
-    assert store.expire(now, RETENTION, always(False), is_stable=always(True)) == [rec.offset_tombstone("g1", "old", 0)]
+    assert store.expire(now, RETENTION, always(False), is_stable=always(True)) == [topic.offset_tombstone("g1", "old", 0)]
     assert set(store.fetch("g1")) == {("a", 0), ("b", 0), ("old", 1)}
     assert store.group_snapshot("g1") is not None
 
@@ -263,7 +263,7 @@ def test_an_offset_being_committed_never_expires():
     store.commit("simple", {("t", 0): committed(5, T0), ("t", 1): committed(6, T0)})
     pending = lambda group, tp: tp == ("t", 0)
     assert store.expire(T0 + RETENTION, RETENTION, always(True), has_pending_commit=pending) == [
-        rec.offset_tombstone("simple", "t", 1)]
+        topic.offset_tombstone("simple", "t", 1)]
     assert store.fetch("simple") == {("t", 0): committed(5, T0)}
 
 
@@ -272,7 +272,7 @@ def test_an_empty_group_without_offsets_dies_at_once_and_a_live_one_does_not():
     store.store_group(empty("gone", since=T0))
     store.store_group(stable("live", member("m1", "a")))
     live = {"live"}
-    assert store.expire(T0, RETENTION, lambda g: g not in live) == [rec.group_tombstone("gone")]
+    assert store.expire(T0, RETENTION, lambda g: g not in live) == [topic.group_tombstone("gone")]
     assert store.groups() == {"live"}
 
 
@@ -285,13 +285,13 @@ def test_expiry_decides_per_group():
     store.store_group(empty("idle", since=T0 + RETENTION))
     busy = {"busy"}
     tombstones = store.expire(T0 + RETENTION, RETENTION, lambda g: g not in busy, is_stable=lambda g: g in busy)
-    assert tombstones == [rec.offset_tombstone("simple", "t", 0)]
+    assert tombstones == [topic.offset_tombstone("simple", "t", 0)]
     assert store.groups() == {"busy", "idle"}
 
 
 def test_replaying_the_tombstones_of_expiry_gives_the_same_state():
-    pairs = (rec.records_for_group(empty("g1", since=T0)) + rec.records_for_commit("g1", {("t", 0): committed(1, T0)})
-             + rec.records_for_commit("s", {("t", 0): committed(1, T0), ("t", 1): committed(2, T0 + DAY)}))
+    pairs = (topic.records_for_group(empty("g1", since=T0)) + topic.records_for_commit("g1", {("t", 0): committed(1, T0)})
+             + topic.records_for_commit("s", {("t", 0): committed(1, T0), ("t", 1): committed(2, T0 + DAY)}))
     leader, follower = replayed(*pairs), replayed(*pairs)
     for key, value in leader.expire(T0 + RETENTION, RETENTION, always(True)):
         follower.apply(key, value)

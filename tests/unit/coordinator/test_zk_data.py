@@ -159,3 +159,23 @@ def test_log_dir_event_is_kafkas_json_and_offline_replicas_round_trip():
     assert zd.decode_offline_replicas(zd.encode_offline_replicas(tps)) == tps
     assert zd.decode_offline_replicas(zd.encode_offline_replicas(())) == frozenset()
     assert zd.offline_replicas_path(2) == "/brokers/offline_replicas/2"
+
+
+AREAS = ["zk_paths", "zk_json", "zk_cluster_data", "zk_topic_data", "zk_notification_data"]
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_zk_data_gathers_every_public_name_each_area_module_defines(area):
+    import ast
+    import importlib
+    module = importlib.import_module(f"rafka.coordinator.zk.{area}")
+    tree = ast.parse(open(module.__file__).read())
+    defined = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+    defined |= {target.id for node in tree.body if isinstance(node, ast.Assign) for target in node.targets}
+    defined |= {node.target.id for node in tree.body if isinstance(node, ast.AnnAssign)}
+    public = {name for name in defined if not name.startswith("_")} - {"dumps", "loads"}  # zk_json's, for codecs
+    assert public == set(module.__all__)
+    assert all(getattr(zd, name) is getattr(module, name) for name in module.__all__)
+    for other in AREAS:
+        if other != area:
+            assert not public & set(importlib.import_module(f"rafka.coordinator.zk.{other}").__all__)
