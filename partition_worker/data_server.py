@@ -73,7 +73,7 @@ class DataServer:
         # about as much as the read itself.
         protocol = FramedProtocol(dc.FRAME_HEAD.size, dc.frame_body_length, lambda head, body: None,
                                   reuse_buffer=True)
-        connection = _Connection(self, protocol)
+        connection = _Connection(self, self._partition, protocol)
         parked = self.parked
         protocol.closed.add_done_callback(lambda _: parked.drop_connection(connection.id))
         protocol.on_frame = connection.on_frame
@@ -103,10 +103,10 @@ class _Connection:
 
     __slots__ = ("id", "_server", "_partition", "_protocol", "_out")
 
-    def __init__(self, server: DataServer, protocol: FramedProtocol) -> None:
+    def __init__(self, server: DataServer, partition: ServedPartition, protocol: FramedProtocol) -> None:
         self.id = id(protocol)   # (the key of its parked reads)
         self._server = server
-        self._partition = server._partition
+        self._partition = partition
         self._protocol = protocol
         self._out: HeldWrites | None = None   # this connection's writes (once connected)
 
