@@ -16,7 +16,10 @@ consumer has caught up) other than by a RELEASE, the replica then parks the same
 offset after that data under the follow id, and says so in the answer (`followed`). The next
 fetch of a consumer at the end of a log is then already waiting at the replica: each record
 costs a read request and a turn of the replica's loop less. A follow read follows itself
-(under the same id) the same way. Pure functions only: no sockets.
+(under the same id) the same way.
+
+This module is the protocol, for both ends: the front end's side is `net/data_plane.py`, the
+replica's `data_server.py`. Pure functions only: no sockets.
 """
 from __future__ import annotations
 
@@ -24,20 +27,30 @@ import hashlib
 import os
 import struct
 import tempfile
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
+from typing import Any, Callable
 
 from rafka.common.errors import ErrorCode
 from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup,
                                              ProduceResult, Region)
 
-OP_APPEND = 1
-OP_READ = 2
-OP_REPLICA_READ = 3   # a follower's fetch, served by the leader up to its log end
-OP_FOLLOWER_APPEND = 4  # batches fetched from the leader, appended by a follower as they are
-OP_RELEASE = 5        # end the wait of a parked read now (it answers under its own id); no answer
-OP_READ_LOG_END = 6   # the broker's own read of a partition it leads, up to the log end (see encode_read)
-OP_LIST_OFFSET = 7    # ListOffsets: on this socket, so it keeps its order with the requests before it
-OP_DELETE_RECORDS = 8  # DeleteRecords: likewise (a ListOffsets right after it must see it)
+
+class Op:
+    """A request's first byte: what the replica is asked (`EXCHANGES`, at the end, gives each
+    op's encoders and decoders on both sides). Plain ints, not an enum: they are packed into
+    and compared with every frame."""
+
+    APPEND = 1
+    READ = 2
+    REPLICA_READ = 3     # a follower's fetch, served by the leader up to its log end
+    FOLLOWER_APPEND = 4  # batches fetched from the leader, appended by a follower as they are
+    RELEASE = 5          # end the wait of a parked read now (it answers under its own id); no answer
+    READ_LOG_END = 6     # the broker's own read of a partition it leads, up to the log end (see encode_read)
+    LIST_OFFSET = 7      # ListOffsets: on this socket, so it keeps its order with the requests before it
+    DELETE_RECORDS = 8   # DeleteRecords: likewise (a ListOffsets right after it must see it)
+
 
 FRAME_HEAD = struct.Struct(">II")            # length (of what follows), request id
 _APPEND_HEAD = struct.Struct(">BbII")        # op, acks, timeout ms (acks=all), number of record sets
@@ -113,7 +126,7 @@ def frame(request_id: int, body: bytes | bytearray) -> bytes:
 def encode_append(record_sets: list, acks: int, timeout_ms: int = 0) -> list:
     """Parts (to send with writelines) of an APPEND of several produce requests' records;
     with acks=all (-1), `timeout_ms` bounds the wait for the followers."""
-    parts: list = [_APPEND_HEAD.pack(OP_APPEND, acks, max(0, min(timeout_ms, 0xFFFFFFFF)), len(record_sets))]
+    parts: list = [_APPEND_HEAD.pack(Op.APPEND, acks, max(0, min(timeout_ms, 0xFFFFFFFF)), len(record_sets))]
     for records in record_sets:
         parts.append(_U32.pack(len(records)))
         parts.append(records)
@@ -173,21 +186,21 @@ def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int, up_to_log_e
     log end: the broker's own read of a partition it has come to lead, as Kafka's group
     coordinator loads `__consumer_offsets` (FetchIsolation.LOG_END). A consumer's read may name
     a `follow_id` (see the module docstring)."""
-    return _READ.pack(OP_READ_LOG_END if up_to_log_end else OP_READ, fetch_offset, max_bytes, max(0, max_wait_ms),
+    return _READ.pack(Op.READ_LOG_END if up_to_log_end else Op.READ, fetch_offset, max_bytes, max(0, max_wait_ms),
                       follow_id)
 
 
 def decode_read(body: memoryview) -> tuple[int, int, int, bool, int]:
     """(fetch offset, max bytes, max wait ms, up to the log end, follow id)."""
     op, offset, max_bytes, max_wait_ms, follow_id = _READ.unpack_from(body, 0)
-    return offset, max_bytes, max_wait_ms, op == OP_READ_LOG_END, follow_id
+    return offset, max_bytes, max_wait_ms, op == Op.READ_LOG_END, follow_id
 
 
 def encode_list_offset(timestamp: int) -> bytes:
     """A ListOffsets lookup. It goes over the data socket, not as an actor call, so that it sees
     every append the front end sent before it: a consumer resetting to the latest offset
     while a producer writes must not be told an offset past records it never read."""
-    return _LIST_OFFSET.pack(OP_LIST_OFFSET, timestamp)
+    return _LIST_OFFSET.pack(Op.LIST_OFFSET, timestamp)
 
 
 def decode_list_offset(body: memoryview) -> int:
@@ -206,7 +219,7 @@ def decode_offset_lookup(body: memoryview) -> OffsetLookup:
 def encode_delete_records(offset: int) -> bytes:
     """A DeleteRecords up to `offset`, over the data socket for the same reason as a lookup:
     an admin client sends DeleteRecords and then ListOffsets(earliest) without waiting."""
-    return _DELETE_RECORDS.pack(OP_DELETE_RECORDS, offset)
+    return _DELETE_RECORDS.pack(Op.DELETE_RECORDS, offset)
 
 
 def decode_delete_records(body: memoryview) -> int:
@@ -226,7 +239,7 @@ def encode_release(request_id: int) -> bytes:
     """Ask the replica to answer the parked read `request_id` now, with what it has: a fetch
     over several partitions is answered once one of them has data (Kafka's DelayedFetch),
     and the reads of the others must not stay parked behind it."""
-    return _RELEASE.pack(OP_RELEASE, request_id)
+    return _RELEASE.pack(Op.RELEASE, request_id)
 
 
 def decode_release(body: memoryview) -> int:
@@ -237,7 +250,7 @@ def decode_release(body: memoryview) -> int:
 def encode_replica_read(follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
                         max_wait_ms: int) -> bytes:
     """A follower's fetch; `leader_epoch` is the epoch the follower knows (-1: not checked)."""
-    return _REPLICA_READ.pack(OP_REPLICA_READ, follower, leader_epoch, fetch_offset, max_bytes, max(0, max_wait_ms))
+    return _REPLICA_READ.pack(Op.REPLICA_READ, follower, leader_epoch, fetch_offset, max_bytes, max(0, max_wait_ms))
 
 
 def decode_replica_read(body: memoryview) -> tuple[int, int, int, int, int]:
@@ -249,7 +262,7 @@ def decode_replica_read(body: memoryview) -> tuple[int, int, int, int, int]:
 def encode_follower_append(records: bytes | memoryview, leader_high_watermark: int,
                            leader_log_start_offset: int) -> list:
     """Parts of a FOLLOWER_APPEND: the leader's batches and the watermarks its fetch answer gave."""
-    return [_FOLLOWER_APPEND.pack(OP_FOLLOWER_APPEND, leader_high_watermark, leader_log_start_offset), records]
+    return [_FOLLOWER_APPEND.pack(Op.FOLLOWER_APPEND, leader_high_watermark, leader_log_start_offset), records]
 
 
 def decode_follower_append(body: memoryview) -> tuple[int, int, memoryview]:
@@ -298,3 +311,29 @@ def decode_fetch_result(body: memoryview) -> FetchResult:
         regions.append(Region(bytes(body[pos:pos + size]).decode(), position, length, inode))
         pos += size
     return FetchResult(ErrorCode(error), hw, lso, start, tuple(regions), next_offset, committed_end)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One op from both ends of the socket: the front end encodes the request and decodes the
+    answer (`net/data_plane.py`), the replica decodes the request and encodes the answer
+    (`data_server.py`). A RELEASE has no answer."""
+
+    encode_request: Callable[..., bytes | list]
+    decode_request: Callable[[memoryview], Any]
+    encode_answer: Callable[..., bytes] | None
+    decode_answer: Callable[[memoryview], Any] | None
+
+
+EXCHANGES: dict[int, Exchange] = {
+    Op.APPEND: Exchange(encode_append, decode_append, encode_produce_results, decode_produce_results),
+    Op.READ: Exchange(encode_read, decode_read, encode_fetch_result, decode_fetch_result),
+    Op.READ_LOG_END: Exchange(partial(encode_read, up_to_log_end=True), decode_read, encode_fetch_result,
+                              decode_fetch_result),
+    Op.REPLICA_READ: Exchange(encode_replica_read, decode_replica_read, encode_fetch_result, decode_fetch_result),
+    Op.FOLLOWER_APPEND: Exchange(encode_follower_append, decode_follower_append, encode_follower_result,
+                                 decode_follower_result),
+    Op.RELEASE: Exchange(encode_release, decode_release, None, None),
+    Op.LIST_OFFSET: Exchange(encode_list_offset, decode_list_offset, encode_offset_lookup, decode_offset_lookup),
+    Op.DELETE_RECORDS: Exchange(encode_delete_records, decode_delete_records, encode_deleted, decode_deleted),
+}

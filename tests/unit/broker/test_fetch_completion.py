@@ -73,7 +73,7 @@ def test_a_released_follower_read_never_answers_again_with_its_old_offset(short_
         await writer
         assert (await channels[0].replica_read(FOLLOWER, 3, 3, 1 << 20, 0)).error is ErrorCode.NONE
         await append_soon(channels[0])                 # would wake a stale read at offset 0 if one were parked
-        assert replicas[0]._state.followers[FOLLOWER].log_end_offset == 3
+        assert replicas[0].serving.state.followers[FOLLOWER].log_end_offset == 3
     run_with_leaders(short_dir, scenario, isr=(LEADER, FOLLOWER))
 
 
@@ -211,7 +211,7 @@ def test_a_consumer_that_caught_up_finds_its_next_read_already_waiting_at_the_re
         (answer,) = await asyncio.wait_for(await_fetch([first], 1, LONG_WAIT_MS), PROMPTLY_S)
         await writer
         assert (answer.next_offset, answer.high_watermark) == (6, 6)
-        assert len(replicas[0]._parked) == 1            # its follow read, at offset 6
+        assert len(replicas[0].serving.data_server.parked) == 1            # its follow read, at offset 6
         followed = channels[0].start_read(6, 1 << 20, LONG_WAIT_MS)
         assert followed.reused and not followed.answer.done()
         writer = asyncio.ensure_future(append_soon(channels[0], 2))
@@ -251,6 +251,6 @@ def test_a_read_with_no_wait_is_never_followed(short_dir):
         await read_to_the_end(channels)
         await append_soon(channels[0])
         assert (await channels[0].read(3, 1 << 20)).next_offset == 6   # max wait 0: answered at once
-        assert len(replicas[0]._parked) == 0
+        assert len(replicas[0].serving.data_server.parked) == 0
         assert not channels[0].start_read(6, 1 << 20, LONG_WAIT_MS).reused
     run_with_leaders(short_dir, scenario, partitions=1)

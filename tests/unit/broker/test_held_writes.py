@@ -61,7 +61,7 @@ def test_an_append_and_the_follow_read_it_answers_go_out_in_one_write(tmp_path):
     async def main() -> None:
         replica = PartitionReplica(1, TopicPartition("t", 0), str(tmp_path / "logs"), LogConfig(), None)
         assert replica.become(LeaderAndIsr(1, 3, (1,), (1,), 1)) is ErrorCode.NONE
-        protocol = replica._new_data_connection()
+        protocol = replica.serving.data_server.new_connection()
         transport = RecordingTransport()
         protocol.connection_made(transport)
         records = encode_batch([Record(0, 1_700_000_000_000, None, b"v" * 100)])

@@ -186,14 +186,14 @@ def test_an_empty_read_parks_until_an_append_while_other_reads_are_answered(shor
 def test_a_read_failing_on_disk_answers_a_storage_error_and_the_channel_keeps_serving(short_dir, monkeypatch):
     async def scenario(replica, channel):
         await append(channel, 2)
-        real_read = replica._log.read
+        real_read = replica.serving.log.read
 
         def failing_read(*args, **kwargs):
             raise OSError(5, "Input/output error")
-        monkeypatch.setattr(replica._log, "read", failing_read)
+        monkeypatch.setattr(replica.serving.log, "read", failing_read)
         failed = await channel.read(0, 1 << 20)
         assert (failed.error, failed.regions) == (ErrorCode.KAFKA_STORAGE_ERROR, ())
-        monkeypatch.setattr(replica._log, "read", real_read)
+        monkeypatch.setattr(replica.serving.log, "read", real_read)
         assert (await channel.read(3, 1 << 20)).next_offset == 6
     run_with_replica(short_dir, scenario)
 

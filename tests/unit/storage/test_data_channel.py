@@ -5,7 +5,8 @@ import pytest
 
 from rafka.common.errors import ErrorCode
 from rafka.partition_worker import data_channel as dc
-from rafka.partition_worker.messages import FetchResult, ProduceResult, Region
+from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup,
+                                             ProduceResult, Region)
 
 
 def body_of(parts) -> memoryview:
@@ -68,3 +69,48 @@ def test_socket_paths_differ_by_cluster_log_dir_and_topic_incarnation():
     assert path != dc.socket_path("rafka", name, "/data/b/broker-0/logs", first)
     assert path != dc.socket_path("rafka", name, "/data/a/broker-0/logs", second)
     assert len(dc.socket_path("rafka", "replica:0:" + "t" * 249 + "-0", "/d" * 2000, first).encode()) < 107
+
+
+# -- the op table: each op's request and answer, encoded by one end and decoded by the other ----------
+def plain(value):
+    """Decoded values with their memoryviews as bytes, to compare."""
+    if isinstance(value, memoryview):
+        return bytes(value)
+    if isinstance(value, (tuple, list)):
+        return type(value)(plain(v) for v in value)
+    return value
+
+
+FETCHED = FetchResult(ErrorCode.NONE, 100, 100, 0, (Region("/data/t-0/00000000000000000000.log", 0, 4096, 7),),
+                      next_offset=95, committed_end=4096)
+# op: (the front end's request arguments, what the replica decodes, the replica's answer)
+EXAMPLES = {
+    dc.Op.APPEND: (([b"abc", b"x" * 100], -1, 1500), (-1, 1500, [b"abc", b"x" * 100]),
+                   [ProduceResult(ErrorCode.NONE, 10, -1, 0)]),
+    dc.Op.READ: ((42, 1 << 20, 500), (42, 1 << 20, 500, False, 0), FETCHED),
+    dc.Op.READ_LOG_END: ((42, 1 << 20, 0), (42, 1 << 20, 0, True, 0), FETCHED),
+    dc.Op.REPLICA_READ: ((2, 5, 42, 1 << 20, 500), (2, 5, 42, 1 << 20, 500), FETCHED),
+    dc.Op.FOLLOWER_APPEND: ((b"batches", 10, 3), (10, 3, b"batches"), FollowerAppendResult(ErrorCode.NONE, 12, 10)),
+    dc.Op.RELEASE: ((7,), 7, None),
+    dc.Op.LIST_OFFSET: ((-1,), -1, OffsetLookup(ErrorCode.NONE, -1, 9, 3)),
+    dc.Op.DELETE_RECORDS: ((5,), 5, DeleteRecordsResult(ErrorCode.NONE, 5)),
+}
+OP_NAMES = {value: name for name, value in vars(dc.Op).items() if not name.startswith("_")}
+
+
+def test_the_table_has_every_op_once():
+    assert sorted(dc.EXCHANGES) == sorted(OP_NAMES) == sorted(EXAMPLES)
+
+
+@pytest.mark.parametrize("op", sorted(EXAMPLES), ids=OP_NAMES.get)
+def test_each_op_round_trips_from_one_end_to_the_other(op):
+    arguments, decoded, answer = EXAMPLES[op]
+    exchange = dc.EXCHANGES[op]
+    request = exchange.encode_request(*arguments)
+    body = body_of(request if isinstance(request, list) else [request])
+    assert body[0] == op                                        # the table's key is the op it sends
+    assert plain(exchange.decode_request(body)) == decoded
+    if answer is None:
+        assert exchange.encode_answer is None and exchange.decode_answer is None   # (a RELEASE has none)
+    else:
+        assert exchange.decode_answer(memoryview(exchange.encode_answer(answer))) == answer

@@ -157,9 +157,9 @@ def test_a_replicas_deleted_segments_are_removed_off_its_loop(tmp_path):
     replica = PartitionReplica(1, TopicPartition("t", 0), str(tmp_path), config)
     assert replica.become(LeaderAndIsr(1, 1, (1,), (1,), 1)) is ErrorCode.NONE
     old_ms = int(time.time() * 1000) - 7_200_000
-    while len(replica._log.segments) < 3:
+    while len(replica.serving.log.segments) < 3:
         replica.append([encode_batch([Record(0, old_ms, b"k", b"v" * 200)])], -1)
-    log = replica._log
+    log = replica.serving.log
     assert log.delete_old_segments(log.segments[-1].base_offset, now_ms=old_ms + 7_200_000) >= 2
     directory = tmp_path / "t-0"
     (tmp_path / "held").write_bytes(b"h")

@@ -11,7 +11,8 @@ from rafka.common.config import LogConfig
 from rafka.common.types import TopicPartition
 from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.record_batch import Record, encode_batch, iter_batches
-from rafka.partition_worker.replica_actor import PartitionReplica, partition_dir
+from rafka.partition_worker.replica_actor import PartitionReplica
+from rafka.partition_worker.served_partition import partition_dir
 from tests.unit.storage.log_checks import crash, read_bases, whole_batches
 
 MAX = 1 << 20
@@ -98,7 +99,7 @@ def test_replica_flushes_every_scheduler_interval_when_flush_ms_passed(tmp_path)
         config = LogConfig(flush_ms=0, flush_scheduler_interval_ms=10)
         replica = PartitionReplica(1, TopicPartition("t", 0), str(tmp_path), config)
         await replica.ready()
-        log = replica._log
+        log = replica.serving.log
         log.append(batch(), leader_epoch=0, max_batch_bytes=MAX)
         assert log.recovery_point == 0
         for _ in range(500):  # the scheduled check flushes within a few intervals
@@ -115,7 +116,7 @@ def test_replica_starts_no_flush_task_with_the_default_interval(tmp_path):
     async def run() -> None:
         replica = PartitionReplica(1, TopicPartition("t", 0), str(tmp_path), LogConfig(flush_ms=0))
         await replica.ready()
-        assert replica._flush_task is None
+        assert "flush" not in replica.serving.upkeep.running()
         replica.close()
 
     asyncio.run(run())

@@ -303,7 +303,7 @@ def test_delete_records_bounds(tmp_path):
         fetched = await replica.read(10, MAX)
         assert fetched.error is ErrorCode.NONE and fetched.log_start_offset == 10
         assert await replica.delete_records(-1) == DeleteRecordsResult(ErrorCode.NONE, hw)  # -1: the HW
-        segments = replica._log.segments  # every segment but the active one went (Kafka: no roll here)
+        segments = replica.serving.log.segments  # every segment but the active one went (Kafka: no roll here)
         assert len(segments) == 1 and segments[0].base_offset < hw == segments[0].next_offset
         replica.close()
 
@@ -330,7 +330,7 @@ def test_replica_applies_retention_periodically_and_removes_files_when_due(tmp_p
         replica = make_replica(tmp_path, quick)
         directory = tmp_path / "t-0"
         old = int(time.time() * 1000) - 2 * HOUR
-        while len(replica._log.segments) < 3:
+        while len(replica.serving.log.segments) < 3:
             replica.append([batch(old)], -1)
         end = replica.status().log_end_offset
         await replica.ready()

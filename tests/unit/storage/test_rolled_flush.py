@@ -90,7 +90,7 @@ async def rolled_replica(tmp_path) -> PartitionReplica:
     """A leader replica appended to until its first segment rolled."""
     replica = PartitionReplica(1, TopicPartition("t", 0), str(tmp_path), SMALL)
     assert replica.become(LeaderAndIsr(1, 1, (1,), (1,), 1)) is ErrorCode.NONE
-    while len(replica._log.segments) < 2:
+    while len(replica.serving.log.segments) < 2:
         assert replica.append([batch()], -1)[0].error is ErrorCode.NONE
     return replica
 
@@ -107,7 +107,7 @@ def test_a_replica_appends_on_while_its_rolled_segment_is_fsynced_elsewhere(tmp_
 
     async def scenario() -> None:
         replica = await rolled_replica(tmp_path)   # the roll returned while its fsync waits for `go`
-        log = replica._log
+        log = replica.serving.log
         assert replica.append([batch()], -1)[0].error is ErrorCode.NONE
         assert log.recovery_point == 0
         go.set()
@@ -127,7 +127,7 @@ def test_a_failed_background_fsync_takes_the_log_offline(tmp_path, monkeypatch):
 
     async def scenario() -> None:
         replica = await rolled_replica(tmp_path)
-        log = replica._log
+        log = replica.serving.log
         await eventually(lambda: log.offline, "the log did not go offline")
         assert "Input/output error" in log.offline_reason and log.recovery_point == 0
         assert replica.append([batch()], -1)[0].error is ErrorCode.KAFKA_STORAGE_ERROR

@@ -1,0 +1,71 @@
+"""The leader's answers read from its log: whole batches, and ListOffsets lookups.
+
+Pure functions of a `PartitionLog` and the high watermark (the caller has checked that it
+leads, and which end bounds the read): a consumer reads up to the high watermark, the broker's
+own read and a follower's up to the log end. Errors come back as values: OFFSET_OUT_OF_RANGE
+outside the log, KAFKA_STORAGE_ERROR when the disk fails under a read (the client refreshes its
+metadata and retries).
+"""
+from __future__ import annotations
+
+import logging
+
+from rafka.common.errors import ErrorCode, OffsetOutOfRangeError
+from rafka.partition_worker.log import PartitionLog
+from rafka.partition_worker.messages import (
+    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, FetchResult, OffsetLookup, Region,
+)
+
+
+def read_batches(log: PartitionLog, fetch_offset: int, max_bytes: int, end: int, high_watermark: int,
+                 logger: logging.Logger | logging.LoggerAdapter, *, committed_window: bool = False,
+                 follower: int | None = None) -> FetchResult:
+    """Whole batches from `fetch_offset` below `end` (at most `max_bytes`, but at least one
+    batch), as file regions, with `high_watermark` to report; empty at or past `end`. With
+    `committed_window`, the answer says where the committed batches end in the file of its
+    last region (a consumer's read: the front end reads on up to there itself). `follower`
+    names the broker whose fetch this is, if it is one (for the log line of a failed read)."""
+    hw, start = high_watermark, log.log_start_offset
+    if fetch_offset > log.log_end_offset or fetch_offset < start:
+        return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
+    if fetch_offset >= end:
+        return FetchResult(ErrorCode.NONE, hw, hw, start)
+    try:
+        result = log.read(fetch_offset, max_bytes, max_offset=end)
+    except OffsetOutOfRangeError:
+        return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
+    except OSError:
+        if follower is None:
+            logger.exception("could not read offset %d", fetch_offset)
+        else:
+            logger.exception("could not read offset %d for follower %d", fetch_offset, follower)
+        return FetchResult(ErrorCode.KAFKA_STORAGE_ERROR, hw, hw, start)
+    if not result.regions:
+        return FetchResult(ErrorCode.NONE, hw, hw, start)
+    regions = tuple(Region(r.path, r.position, r.length, r.inode) for r in result.regions)
+    return FetchResult(ErrorCode.NONE, hw, hw, start, regions, result.next_offset,
+                       log.committed_end(regions[-1].path, hw) if committed_window else -1)
+
+
+def lookup_offset(log: PartitionLog, timestamp: int, high_watermark: int, leader_epoch: int) -> OffsetLookup:
+    """ListOffsets: the latest offset (the high watermark), the earliest (the log start), the
+    one of the largest timestamp, or the first at or after `timestamp` below the high
+    watermark ((-1, -1) when there is none); INVALID_REQUEST for another negative timestamp."""
+    hw, epoch = high_watermark, leader_epoch
+    if timestamp == LATEST_TIMESTAMP:
+        return OffsetLookup(ErrorCode.NONE, -1, hw, epoch)
+    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        return OffsetLookup(ErrorCode.NONE, -1, log.log_start_offset, epoch)
+    if timestamp == MAX_TIMESTAMP:
+        found = log.max_timestamp_offset() if hasattr(log, "max_timestamp_offset") else None
+        if found is None:
+            return OffsetLookup(ErrorCode.NONE, -1, -1, epoch)
+        offset, ts = found
+        return OffsetLookup(ErrorCode.NONE, ts, offset, epoch)
+    if timestamp < 0:
+        return OffsetLookup(ErrorCode.INVALID_REQUEST)
+    found = log.offset_for_timestamp(timestamp)
+    if found is None or found[0] >= hw:
+        return OffsetLookup(ErrorCode.NONE, -1, -1, epoch)
+    offset, ts = found
+    return OffsetLookup(ErrorCode.NONE, ts, offset, epoch)
