@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from rafka.common.types import TopicPartition
@@ -35,7 +36,7 @@ from rafka.coordinator.transaction.transaction_metadata import (
 )
 from rafka.net.protocol import codec
 from rafka.net.protocol.schema import ARRAY, INT8, INT16, INT32, INT64, STRING, DataSchema, Field
-from rafka.partition_worker.record_batch import Record, encode_batch
+from rafka.partition_worker.record_batch import Record, decode_records, encode_batch, iter_batches
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 KEY_VERSION = 0            # TransactionLogKey.HIGHEST_SUPPORTED_VERSION
@@ -197,8 +198,41 @@ def tombstone_batch(transactional_id: str, timestamp_ms: int) -> bytes:
     return encode_batch([Record(0, timestamp_ms, key_bytes(transactional_id), None)])
 
 
+def load(batches: bytes | bytearray | memoryview,
+         on_unreadable: Callable[[str], None] | None = None) -> dict[str, TransactionMetadata]:
+    """The transactional ids of a `__transaction_state` partition read from its log
+    (concatenated v2 batches), as Kafka's `loadTransactionMetadata`: the last value of each
+    id wins, a tombstone removes it, a key of an unknown version is skipped. A record without
+    a key or with a bad value raises `TransactionLogError`, or, with `on_unreadable`, is
+    reported to it and skipped. A trailing incomplete batch is ignored."""
+    mv = batches if isinstance(batches, memoryview) else memoryview(batches)
+    values: dict[str, TxnLogValue] = {}
+    for header in list(iter_batches(mv)):
+        if header.is_control:
+            continue
+        _, records = decode_records(mv, header.position)
+        for record in records:
+            try:
+                if record.key is None:
+                    raise TransactionLogError(f"record at offset {record.offset} has no key")
+                txn_id = decode_key(record.key)
+                value = decode_value(record.value)
+            except UnknownKeyVersionError:
+                continue
+            except TransactionLogError as e:
+                if on_unreadable is None:
+                    raise
+                on_unreadable(f"record at offset {record.offset}: {e}")
+                continue
+            if value is None:
+                values.pop(txn_id, None)
+            else:
+                values[txn_id] = value
+    return {txn_id: value.to_metadata(txn_id) for txn_id, value in values.items()}
+
+
 __all__ = [
-    "TRANSACTION_STATE_TOPIC", "TransactionLogError", "TxnLogValue", "UnknownKeyVersionError",
+    "TRANSACTION_STATE_TOPIC", "load", "TransactionLogError", "TxnLogValue", "UnknownKeyVersionError",
     "decode_key", "decode_value", "encode_transaction_batch", "key_bytes", "partition_for",
     "tombstone_batch", "value_bytes",
 ]
