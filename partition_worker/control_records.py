@@ -73,13 +73,19 @@ class EndTransactionMarker:
 def control_type_id(key: bytes | memoryview | None) -> int:
     """The type id in a control record's key (Kafka's `ControlRecordType.parseTypeId`).
     Raises `InvalidRecordError` for a missing or short key or a negative version."""
-    if key is None or len(key) < _CONTROL_KEY.size:
-        raise InvalidRecordError(f"control record key must have at least {_CONTROL_KEY.size} bytes, "
-                                 f"found {0 if key is None else len(key)}")
-    version, type_id = _CONTROL_KEY.unpack_from(key)
+    return _read_v0(_CONTROL_KEY, key, "control record key")
+
+
+def _read_v0(layout: struct.Struct, data: bytes | memoryview | None, what: str) -> int:
+    """The field after the int16 version of a key or value read as v0 (any newer version
+    starts with v0's fields); `InvalidRecordError` when it is short or the version negative."""
+    if data is None or len(data) < layout.size:
+        raise InvalidRecordError(f"{what} must have at least {layout.size} bytes, "
+                                 f"found {0 if data is None else len(data)}")
+    version, field = layout.unpack_from(data)
     if version < 0:
-        raise InvalidRecordError(f"invalid version {version} of a control record key")
-    return type_id
+        raise InvalidRecordError(f"invalid version {version} of a {what}")
+    return field
 
 
 def decode_marker(key: bytes | memoryview | None, value: bytes | memoryview | None) -> EndTransactionMarker:
@@ -88,12 +94,7 @@ def decode_marker(key: bytes | memoryview | None, value: bytes | memoryview | No
     type_id = control_type_id(key)
     if type_id not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
         raise InvalidRecordError(f"control record type {type_id} is not an end transaction marker")
-    if value is None or len(value) < _MARKER_VALUE.size:
-        raise InvalidRecordError(f"end transaction marker value must have at least {_MARKER_VALUE.size} "
-                                 f"bytes, found {0 if value is None else len(value)}")
-    version, coordinator_epoch = _MARKER_VALUE.unpack_from(value)
-    if version < 0:
-        raise InvalidRecordError(f"invalid version {version} of an end transaction marker")
+    coordinator_epoch = _read_v0(_MARKER_VALUE, value, "end transaction marker value")
     return EndTransactionMarker(ControlRecordType(type_id), coordinator_epoch)
 
 
