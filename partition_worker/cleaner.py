@@ -170,7 +170,8 @@ def cleanable_info(segments: Sequence[LogSegment], config: LogConfig, checkpoint
 
     `checkpoint` below the log start or past the log end is reset to the log start (Kafka
     warns and rewrites its checkpoint). `max_offset` is the high watermark (the last stable
-    offset without transactions); None means the log end.
+    offset once transactions exist: `PartitionLog.cleanable` passes min(LSO, high watermark)); None
+    means the log end.
     """
     active = segments[-1]
     start = segments[0].base_offset if log_start_offset is None else log_start_offset

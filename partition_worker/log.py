@@ -957,8 +957,11 @@ class PartitionLog:
                   max_offset: int | None = None) -> CleanableInfo:
         """Dirty range and ratio for the cleaner checkpoint `first_dirty_offset` (None: none yet).
 
-        `max_offset` is the high watermark, above which nothing is cleaned (None: log end).
+        `max_offset` is the high watermark, above which nothing is cleaned (None: log end); the
+        last stable offset bounds it further, so no open transaction is cleaned (Kafka's
+        `cleanableOffsets` takes the LSO as an upper bound).
         """
+        max_offset = self.last_stable_offset(self.log_end_offset if max_offset is None else max_offset)
         return _cleaner.cleanable_info(self._segments, self.config, first_dirty_offset, now_ms,
                                        log_start_offset=self.log_start_offset, max_offset=max_offset,
                                        logger=self._logger)

@@ -179,3 +179,18 @@ def test_deleted_segments_take_their_txnindex_with_them(tmp_path):
     assert not (log.directory / txn_index_file_name(0)).exists()
     assert (log.directory / (txn_index_file_name(0) + ".deleted")).exists()
     assert log.aborted_transactions(log.log_start_offset, log.log_end_offset) == []
+
+
+def test_compaction_stops_below_an_open_transaction(tmp_path):
+    config = LogConfig(segment_bytes=1024, index_interval_bytes=128, cleanup_policy=("compact",))
+    log = open_log(tmp_path / "t-0", config)
+    for seq in range(0, 10, 2):
+        produce(log, txn_batch(seq, pid=P2, txn=False))
+    first = produce(log, txn_batch(0, pid=P1))      # stays open
+    for seq in range(10, 40, 2):
+        produce(log, txn_batch(seq, pid=P2, txn=False))
+    holder = max(s.base_offset for s in log.segments if s.base_offset <= first)
+    assert log.cleanable(NOW, None, max_offset=log.log_end_offset).first_uncleanable_offset <= holder
+    end(log, commit(), P1)
+    assert log.cleanable(NOW, None, max_offset=log.log_end_offset).first_uncleanable_offset == \
+        log.segments[-1].base_offset
