@@ -973,11 +973,14 @@ class PartitionLog:
         `finish_clean` on the owner's thread afterwards."""
         self._check_open()
         info = self.cleanable(now_ms, first_dirty_offset, max_offset=max_offset)
-        last_offsets = {pid: e.last_data_offset for pid, e in self.producer_state.producers.items()
-                        if e.last_data_offset >= 0}
+        producers = self.producer_state.producers
+        last_offsets = {pid: e.last_data_offset for pid, e in producers.items() if e.last_data_offset >= 0}
+        marker_epochs = {pid: e.producer_epoch for pid, e in producers.items() if e.last_data_offset < 0}
+        aborted = self.aborted_transactions(self.log_start_offset, info.first_uncleanable_offset)
         return LogCleaning(self.directory, self.config, self._segments, info, dedupe_buffer_bytes=dedupe_buffer_bytes,
-                           now_ms=now_ms, producer_last_offsets=last_offsets,
-                           log_start_offset=self.log_start_offset, logger=self._logger)
+                           now_ms=now_ms, producer_last_offsets=last_offsets, aborted_transactions=aborted,
+                           marker_producer_epochs=marker_epochs, log_start_offset=self.log_start_offset,
+                           logger=self._logger)
 
     @storage_write
     def finish_clean(self, cleaning: LogCleaning, result: CleanResult, *, now_ms: int | None = None) -> CleanResult:
@@ -1005,6 +1008,8 @@ class PartitionLog:
             self._segments = segments[:i] + (group.cleaned,) + segments[i + n:]
             self._bases = tuple(s.base_offset for s in self._segments)
             self._swapped_out.append((due, group.old))
+        if cleaning.groups:
+            self.transactions.open_indexes(self._bases)   # the cleaned segments' .txnindex
         cleaning.groups = []
         return result
 

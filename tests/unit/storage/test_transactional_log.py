@@ -194,3 +194,54 @@ def test_compaction_stops_below_an_open_transaction(tmp_path):
     end(log, commit(), P1)
     assert log.cleanable(NOW, None, max_offset=log.log_end_offset).first_uncleanable_offset == \
         log.segments[-1].base_offset
+
+
+def _records(log: PartitionLog) -> list[tuple[int, bytes | None, bytes | None, bool]]:
+    """(offset, key, value, is_control) of every record left in the log."""
+    from rafka.partition_worker.record_batch import decode_records, iter_batches
+    data = b"".join(log.read_bytes(r) for r in log.read(log.log_start_offset, 1 << 24).regions)
+    out = []
+    for h in iter_batches(data):
+        for r in decode_records(data, h.position)[1]:
+            out.append((r.offset, r.key, r.value, h.is_control))
+    return out
+
+
+def keyed(pid: int, seq: int, keys: list[str], value: bytes, txn: bool = True) -> bytes:
+    records = [Record(i, NOW, k.encode(), value) for i, k in enumerate(keys)]
+    return encode_batch(records, producer_id=pid, producer_epoch=0, base_sequence=seq, is_transactional=txn)
+
+
+def test_compaction_drops_aborted_records_keeps_committed_and_then_the_markers(tmp_path):
+    config = LogConfig(segment_bytes=400, index_interval_bytes=128, cleanup_policy=("compact",),
+                       delete_retention_ms=1_000)
+    log = open_log(tmp_path / "t-0", config)
+    produce(log, keyed(P1, 0, ["a", "b"], b"committed"))
+    produce(log, keyed(P2, 0, ["a", "c"], b"aborted"))
+    abort_at = end(log, abort(), P2)
+    commit_at = end(log, commit(), P1)
+    for i in range(12):                                   # other keys roll segments past the markers
+        produce(log, keyed(7, i, [f"x{i}"], b"p" * 60, txn=False))
+    assert len(log.segments) > 3
+    result = log.clean(1 << 20, NOW, None, max_offset=log.log_end_offset)
+    assert result.ok, result.error
+    left = _records(log)
+    assert [(k, v) for _, k, v, c in left if not c and v != b"p" * 60] == [(b"a", b"committed"), (b"b", b"committed")]
+    # both markers stay: their transactions' batches were met in this pass; the abort's entry too
+    assert [o for o, _, _, c in left if c] == [abort_at, commit_at]
+    assert log.aborted_transactions(0, log.log_end_offset) == [AbortedTxn(P2, 2, abort_at, 0)]  # P1 was open
+    # P2's last batch stays, emptied, while P2 is an active producer (its sequence), and with it
+    # the abort marker, as in Kafka; once P2 expires the empty batch goes...
+    assert P2 in log.remove_expired_producers(NOW + 2 * 86_400_000)
+    assert log.clean(1 << 20, NOW, None, max_offset=log.log_end_offset).ok
+    assert abort_at in [o for o, _, _, c in _records(log) if c]
+    # ...then the marker, with no batch of its transaction left, gets its delete horizon...
+    assert log.clean(1 << 20, NOW, None, max_offset=log.log_end_offset).ok
+    assert abort_at in [o for o, _, _, c in _records(log) if c]
+    # ...and a pass after the horizon drops it and its index entry; the commit marker stays
+    # while its transaction's records do
+    assert log.clean(1 << 20, NOW + 2_000, None, max_offset=log.log_end_offset).ok
+    left = _records(log)
+    assert [o for o, _, _, c in left if c] == [commit_at]
+    assert [(k, v) for _, k, v, c in left if not c and v != b"p" * 60] == [(b"a", b"committed"), (b"b", b"committed")]
+    assert log.aborted_transactions(0, log.log_end_offset) == []
