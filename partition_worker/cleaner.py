@@ -36,7 +36,12 @@ Rules per batch and record (Kafka 3.9, `LogCleaner.cleanInto`/`shouldRetainRecor
 - a batch left without records is dropped, except the batch holding the last data offset
   of a producer still in the producer state: it stays as an empty batch (header only,
   recordsCount 0), so its sequence numbers survive (Kafka's `BatchRetention.RETAIN_EMPTY`);
-- control batches pass through untouched (there are no transactions to clean up).
+- transactions (`cleaned_transactions.py`, Kafka's `CleanedTransactionMetadata`): the batches
+  of aborted transactions (the log's `.txnindex` entries over the cleaned range) go, records
+  and all, and never enter the offset map; a COMMIT or ABORT marker stays while a batch of its
+  transaction remains, then gets a delete horizon and goes at a cleaning past it; the index
+  entries of the aborts whose markers stay are written for the cleaned segment
+  (`<base>.txnindex`, swapped in with its other files); other control batches pass through.
 
 `LogCleaning` reads only immutable (non-active) segment files and writes only new files, so
 it may run on a worker thread while the owner keeps appending; the owner swaps the result in.
@@ -52,6 +57,9 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from rafka.common.config import LogConfig
+from rafka.common.errors import KafkaError
+from rafka.partition_worker.cleaned_transactions import CleanedTransactions, discard_batch_records
+from rafka.partition_worker.control_records import control_type_id
 from rafka.partition_worker.file_reaper import remove_now
 from rafka.partition_worker.offset_map import OffsetMap
 from rafka.partition_worker.record_batch import (
@@ -59,6 +67,7 @@ from rafka.partition_worker.record_batch import (
     decode_records, encode_batch,
 )
 from rafka.partition_worker.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, LogSegment
+from rafka.partition_worker.txn_index import TXN_INDEX_SUFFIX, AbortedTxn, TransactionIndex
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +77,7 @@ DELETED_FILE_SUFFIX = ".deleted"
 _INT32_MAX = 0x7FFFFFFF
 _READ_CHUNK = 1 << 20          # bytes read at once from a source segment
 _WRITE_CHUNK = 1 << 20         # kept bytes buffered before they are appended to the cleaned segment
-_SEGMENT_FILE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, ".txnindex")
+_SEGMENT_FILE_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 
 
 class CleanerError(Exception):
@@ -170,7 +179,8 @@ def cleanable_info(segments: Sequence[LogSegment], config: LogConfig, checkpoint
 
     `checkpoint` below the log start or past the log end is reset to the log start (Kafka
     warns and rewrites its checkpoint). `max_offset` is the high watermark (the last stable
-    offset without transactions); None means the log end.
+    offset once transactions exist: `PartitionLog.cleanable` passes min(LSO, high watermark)); None
+    means the log end.
     """
     active = segments[-1]
     start = segments[0].base_offset if log_start_offset is None else log_start_offset
@@ -286,6 +296,8 @@ class LogCleaning:
     def __init__(self, directory: Path, config: LogConfig, segments: Sequence[LogSegment],
                  info: CleanableInfo, *, dedupe_buffer_bytes: int, now_ms: int,
                  producer_last_offsets: dict[int, int], log_start_offset: int,
+                 aborted_transactions: Sequence[AbortedTxn] = (),
+                 marker_producer_epochs: dict[int, int] | None = None,
                  logger: logging.Logger | logging.LoggerAdapter = log) -> None:
         self.directory = Path(directory)
         self.config = config
@@ -300,6 +312,15 @@ class LogCleaning:
         self._stats = _Stats()
         self.groups: list[CleanedGroup] = []
         self.end_offset = info.first_dirty_offset
+        self._aborted = tuple(aborted_transactions)   # the log's aborts over the cleaned range
+        self._txns = CleanedTransactions()
+        # producers whose state holds no data batch, only an epoch from a marker: their
+        # markers of that epoch stay (Kafka's `isBatchLastRecordOfProducer` for markers)
+        self._marker_producers = dict(marker_producer_epochs or {})
+
+    def _aborted_in(self, start: int, end: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start, end) (Kafka's collectAbortedTransactions)."""
+        return [t for t in self._aborted if t.last_offset >= start and t.first_offset < end]
 
     # -- driving -----------------------------------------------------------------------
     def run(self) -> CleanResult:
@@ -349,6 +370,8 @@ class LogCleaning:
         """Map whole dirty segments from `start`; returns the end (exclusive) of the mapped range."""
         assert self._map is not None
         dirty = segments_in(self.segments[:-1], start, end)
+        self._txns = CleanedTransactions()
+        self._txns.add_aborted_transactions(self._aborted_in(start, end))
         mapped_end = start
         for i, seg in enumerate(dirty):
             next_base = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
@@ -371,8 +394,13 @@ class LogCleaning:
         assert self._map is not None
         _, position = seg.index.lookup(start) if seg.base_offset <= start else (0, 0)
         for h, data in iter_segment_batches(seg, position):
-            if h.is_control or h.last_offset < start:
+            if h.last_offset < start:
                 continue
+            if h.is_control:
+                self._txns.on_control_batch_read(h, _control_type(data))
+                continue
+            if self._txns.on_batch_read(h):
+                continue  # an aborted transaction's records do not count
             for r in decode_records(data, verify_crc=False)[1]:
                 self._stats.map_records_read += 1
                 if r.key is not None and r.offset >= start and not self._map.put(r.key, r.offset):
@@ -385,9 +413,15 @@ class LogCleaning:
                                     index_interval_bytes=self.config.index_interval_bytes,
                                     max_index_entries=max(1, self.config.segment_index_bytes // 8),
                                     file_suffix=CLEANED_FILE_SUFFIX)
+        self._txns = CleanedTransactions()
         try:
             for seg in group:
+                self._txns.add_aborted_transactions(self._aborted_in(seg.base_offset, seg.next_offset))
                 self._clean_into(seg, cleaned)
+            if self._txns.retained_aborts:
+                index = TransactionIndex(cleaned.base_offset, _txn_index_path(cleaned))
+                for txn in self._txns.retained_aborts:
+                    index.append(txn, fsync=True)
             cleaned.seal()
             cleaned.flush()
             mtime = os.stat(group[-1].log_path).st_mtime_ns
@@ -420,11 +454,10 @@ class LogCleaning:
     def filter_batch(self, h: BatchHeader, data: memoryview | bytes) -> bytes | None:
         """The bytes to keep of one batch (see the module docstring), or None to drop it."""
         if h.is_control:
-            self._stats.records_read += h.records_count
-            self._stats.records_written += h.records_count
-            return bytes(data)
+            return self._filter_control_batch(h, data)
         records = decode_records(data, verify_crc=False)[1]
-        kept = [r for r in records if self._retain(h, r)]
+        aborted = self._txns.on_batch_read(h)
+        kept = [] if aborted else [r for r in records if self._retain(h, r)]
         self._stats.records_read += len(records)
         self._stats.records_written += len(kept)
         log_append_time = h.timestamp_type == TimestampType.LOG_APPEND_TIME
@@ -444,6 +477,27 @@ class LogCleaning:
                                 **common)
         return None
 
+    def _filter_control_batch(self, h: BatchHeader, data: memoryview | bytes) -> bytes | None:
+        """A marker goes once its transaction has no batch left and its delete horizon has
+        passed; one that may go gets a horizon first (Kafka's `containsMarkerForEmptyTxn`).
+        The marker of an active producer whose state holds no data batch stays: it carries
+        the producer's epoch (Kafka's `isBatchLastRecordOfProducer` for markers)."""
+        self._stats.records_read += h.records_count
+        can_discard = self._txns.on_control_batch_read(h, _control_type(data))
+        keeps_epoch = h.has_producer_id and self._marker_producers.get(h.producer_id) == h.producer_epoch
+        if discard_batch_records(h, can_discard, self.now_ms) and not keeps_epoch:
+            return None
+        self._stats.records_written += h.records_count
+        if can_discard and h.delete_horizon_ms is None:
+            _, records = decode_records(data, verify_crc=False)
+            return encode_batch(records, h.base_offset, producer_id=h.producer_id, producer_epoch=h.producer_epoch,
+                                base_sequence=h.base_sequence, timestamp_type=h.timestamp_type,
+                                is_transactional=h.is_transactional, is_control=True,
+                                partition_leader_epoch=h.partition_leader_epoch,
+                                last_offset_delta=h.last_offset_delta, max_timestamp=h.max_timestamp,
+                                delete_horizon_ms=self.now_ms + self.config.delete_retention_ms)
+        return bytes(data)
+
     def _retain(self, h: BatchHeader, r: Record) -> bool:
         assert self._map is not None
         if r.offset > self._map.latest_offset:
@@ -461,10 +515,38 @@ class LogCleaning:
 
 # -- files ------------------------------------------------------------------------------------
 
+def _txn_index_path(seg: LogSegment) -> Path:
+    """The segment's `.txnindex` under the same suffix as its `.log` (`.cleaned`, `.deleted`...)."""
+    return seg.log_path.with_name(seg.log_path.name.replace(LOG_SUFFIX, TXN_INDEX_SUFFIX, 1))
+
+
+def _rename_txn_index(seg: LogSegment, old_suffix: str, new_suffix: str) -> None:
+    """Rename a segment's `.txnindex` as `change_file_suffixes` renames its other files
+    (called right after it, so `log_path` already has `new_suffix`); none is no error."""
+    target = _txn_index_path(seg)
+    source = target.with_name(target.name[:len(target.name) - len(new_suffix)] + old_suffix)
+    try:
+        os.rename(source, target)
+    except FileNotFoundError:
+        pass
+
+
 def _delete_segment(seg: LogSegment, remove: Callable[[str], None] = remove_now) -> None:
     seg.close()
-    for path in (seg.log_path, seg.index.path, seg.time_index.path):
+    for path in (seg.log_path, seg.index.path, seg.time_index.path, _txn_index_path(seg)):
         remove(str(path))
+
+
+def _control_type(data: memoryview | bytes) -> int | None:
+    """The control type of a control batch's first record; None for an empty batch or an
+    unreadable key (kept as it is)."""
+    _, records = decode_records(data, verify_crc=False)
+    if not records:
+        return None
+    try:
+        return control_type_id(records[0].key)
+    except KafkaError:
+        return -1
 
 
 def swap_in(cleaned: LogSegment, old: Sequence[LogSegment]) -> None:
@@ -475,9 +557,12 @@ def swap_in(cleaned: LogSegment, old: Sequence[LogSegment]) -> None:
     keep reading their bytes until `delete_segment_files`.
     """
     cleaned.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+    _rename_txn_index(cleaned, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
     for seg in old:
         seg.change_file_suffixes("", DELETED_FILE_SUFFIX)
+        _rename_txn_index(seg, "", DELETED_FILE_SUFFIX)
     cleaned.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+    _rename_txn_index(cleaned, SWAP_FILE_SUFFIX, "")
     fsync_dir(cleaned.directory)
 
 

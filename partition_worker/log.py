@@ -63,7 +63,10 @@ from rafka.partition_worker import retention
 from rafka.partition_worker.checkpoints import EpochEntry
 from rafka.partition_worker.file_reaper import remove_now
 from rafka.partition_worker.follower_append import check_follower_offsets
+from rafka.partition_worker.control_records import EndTransactionMarker, encode_marker_batch
+from rafka.partition_worker.log_transactions import LogTransactions
 from rafka.partition_worker.producer_state import ProducerStateManager
+from rafka.partition_worker.txn_index import TXN_INDEX_SUFFIX, AbortedTxn
 from rafka.partition_worker.record_batch import (
     BatchHeader, TimestampType, assign_offsets, decode_records, parse_header, validate_batches,
 )
@@ -144,6 +147,7 @@ class PartitionLog:
         self._logger = Prefixed(logging.getLogger(__name__),
                                 f"[PartitionLog partition={directory.name}, dir={directory.parent}]")
         self.producer_state = ProducerStateManager(config.producer_id_expiration_ms)
+        self.transactions = LogTransactions(directory, self.producer_state)
 
     # -- opening -------------------------------------------------------------------------
     @classmethod
@@ -222,6 +226,7 @@ class PartitionLog:
         log._last_flush_ms = now
         if log_start_offset is not None:
             log._log_start_offset = min(max(log_start_offset, segments[0].base_offset), log.log_end_offset)
+        log.transactions.open_indexes(log._bases)
         log._load_producer_state(now)
         if clean:
             marker.unlink()
@@ -246,16 +251,29 @@ class PartitionLog:
         if loaded is None or loaded < start:
             state.truncate_fully()
             loaded = start
+        # The replayed markers index their aborts again (how .txnindex is rebuilt on recovery).
+        self.transactions.retain(self._bases)
+        self.transactions.truncate_indexes_to(loaded)
         replayed = 0
         for header in self.headers_from(loaded):
-            if header.has_producer_id and not header.is_control:
-                state.update(header, header.base_offset)
+            if header.has_producer_id:
+                self._replay(header)
                 replayed += 1
         state.remove_expired(now_ms)
         self._prune_producer_state()
         if replayed:
             self._logger.info("rebuilt producer state from %d batches after offset %d", replayed, loaded)
             state.write_snapshot(self.directory, end)
+
+    def _replay(self, header: BatchHeader) -> None:
+        """Apply a batch read back from the log to the producer state (and, for a marker, the
+        transaction index of its segment)."""
+        if not header.is_control:
+            self.producer_state.update(header, header.base_offset)
+            return
+        seg = self._segments[bisect_right(self._bases, header.base_offset) - 1]
+        self.transactions.on_written(seg.read_bytes(header.position, header.size),
+                                     replace(header, position=0), seg.base_offset)
 
     def headers_from(self, offset: int) -> Iterator[BatchHeader]:
         """Headers of the batches whose base offset is `offset` or later, in log order."""
@@ -373,8 +391,7 @@ class PartitionLog:
         written = [parse_header(mv, h.position) for h in headers]
         active.append(mv, written)
         for h in written:
-            if h.has_producer_id and not h.is_control:
-                state.update(h, h.base_offset)
+            self.transactions.on_written(mv, h, active.base_offset)
         record_count = sum(h.records_count for h in headers)
         if self.log_end_offset - self._recovery_point >= self.config.flush_messages:  # Kafka's unflushedMessages
             self.flush()
@@ -382,6 +399,30 @@ class PartitionLog:
                           max_timestamp=max(h.max_timestamp for h in written), batch_count=len(headers),
                           record_count=record_count, log_append_time_ms=append_time,
                           log_start_offset=self.log_start_offset)
+
+    def append_end_txn_marker(self, marker: EndTransactionMarker, producer_id: int, producer_epoch: int, *,
+                              leader_epoch: int, now_ms: int | None = None) -> AppendInfo:
+        """Write a transaction coordinator's COMMIT or ABORT marker for `producer_id` as the
+        leader (Kafka's `appendAsLeader` with origin COORDINATOR): it closes the producer's
+        open transaction, an abort goes to the `.txnindex`. Raises InvalidProducerEpochError
+        for an epoch below the producer's, TransactionCoordinatorFencedError for an older
+        coordinator epoch, before anything is written. A marker of a producer with no open
+        transaction is written all the same (a retried marker), as Kafka does."""
+        self._check_open()
+        now = _now_ms() if now_ms is None else now_ms
+        self.transactions.check_marker(producer_id, producer_epoch, marker)
+        batch = encode_marker_batch(marker, producer_id, producer_epoch, now)
+        return self.append(bytearray(batch), leader_epoch=leader_epoch, max_batch_bytes=len(batch),
+                           from_client=False, now_ms=now)
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """The LSO: read_committed reads stop below it (see `LogTransactions.last_stable_offset`)."""
+        return self.transactions.last_stable_offset(high_watermark)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed fetch of [fetch_offset, upper_bound_offset)
+        reports with its records (the upper bound is the read's `next_offset`)."""
+        return self.transactions.aborted_txns(self._bases, fetch_offset, upper_bound_offset)
 
     def _check_keys(self, mv: memoryview, headers: list[BatchHeader]) -> None:
         """A compacted topic refuses a record without a key (Kafka's LogValidator), before any write."""
@@ -505,12 +546,10 @@ class PartitionLog:
                 raise RecordBatchTooLargeError(
                     f"Message batch size is {h.size} bytes in append to partition {self.directory.name}, which "
                     f"exceeds the maximum configured segment size of {self.config.segment_bytes}.")
-        state = self.producer_state
         for h in headers:
             active = self._maybe_roll(h.size, h.last_offset, now, h.max_timestamp)
             active.append(mv[h.position:h.position + h.size], [replace(h, position=0)])
-            if h.has_producer_id and not h.is_control:
-                state.update(h, h.base_offset)
+            self.transactions.on_written(mv, h, active.base_offset)
         if self.log_end_offset - self._recovery_point >= self.config.flush_messages:
             self.flush()
         return AppendInfo(base_offset=headers[0].base_offset, last_offset=headers[-1].last_offset,
@@ -603,6 +642,7 @@ class PartitionLog:
         self._rolling_timestamps = {}
         self._roll_jitter_ms = self._draw_roll_jitter()
         self.producer_state.truncate_fully(self.directory)
+        self.transactions.open_indexes(self._bases)
         self._logger.info("Truncated fully and started at offset %d (%d segments deleted)", new_offset, len(old))
 
     # -- reading -------------------------------------------------------------------------------
@@ -917,8 +957,11 @@ class PartitionLog:
                   max_offset: int | None = None) -> CleanableInfo:
         """Dirty range and ratio for the cleaner checkpoint `first_dirty_offset` (None: none yet).
 
-        `max_offset` is the high watermark, above which nothing is cleaned (None: log end).
+        `max_offset` is the high watermark, above which nothing is cleaned (None: log end); the
+        last stable offset bounds it further, so no open transaction is cleaned (Kafka's
+        `cleanableOffsets` takes the LSO as an upper bound).
         """
+        max_offset = self.last_stable_offset(self.log_end_offset if max_offset is None else max_offset)
         return _cleaner.cleanable_info(self._segments, self.config, first_dirty_offset, now_ms,
                                        log_start_offset=self.log_start_offset, max_offset=max_offset,
                                        logger=self._logger)
@@ -930,11 +973,14 @@ class PartitionLog:
         `finish_clean` on the owner's thread afterwards."""
         self._check_open()
         info = self.cleanable(now_ms, first_dirty_offset, max_offset=max_offset)
-        last_offsets = {pid: e.last_data_offset for pid, e in self.producer_state.producers.items()
-                        if e.last_data_offset >= 0}
+        producers = self.producer_state.producers
+        last_offsets = {pid: e.last_data_offset for pid, e in producers.items() if e.last_data_offset >= 0}
+        marker_epochs = {pid: e.producer_epoch for pid, e in producers.items() if e.last_data_offset < 0}
+        aborted = self.aborted_transactions(self.log_start_offset, info.first_uncleanable_offset)
         return LogCleaning(self.directory, self.config, self._segments, info, dedupe_buffer_bytes=dedupe_buffer_bytes,
-                           now_ms=now_ms, producer_last_offsets=last_offsets,
-                           log_start_offset=self.log_start_offset, logger=self._logger)
+                           now_ms=now_ms, producer_last_offsets=last_offsets, aborted_transactions=aborted,
+                           marker_producer_epochs=marker_epochs, log_start_offset=self.log_start_offset,
+                           logger=self._logger)
 
     @storage_write
     def finish_clean(self, cleaning: LogCleaning, result: CleanResult, *, now_ms: int | None = None) -> CleanResult:
@@ -962,6 +1008,8 @@ class PartitionLog:
             self._segments = segments[:i] + (group.cleaned,) + segments[i + n:]
             self._bases = tuple(s.base_offset for s in self._segments)
             self._swapped_out.append((due, group.old))
+        if cleaning.groups:
+            self.transactions.open_indexes(self._bases)   # the cleaned segments' .txnindex
         cleaning.groups = []
         return result
 
@@ -1027,9 +1075,9 @@ def _durable_bytes(seg: LogSegment, recovery_point: int) -> int:
 
 
 def _delete_segment_files(directory: Path, base_offset: int) -> None:
-    """Remove one segment's `.log`, `.index` and `.timeindex` (any may be missing)."""
+    """Remove one segment's `.log`, `.index`, `.timeindex` and `.txnindex` (any may be missing)."""
     stem = segment_name(base_offset)
-    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         (directory / (stem + suffix)).unlink(missing_ok=True)
 
 

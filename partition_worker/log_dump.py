@@ -9,6 +9,7 @@ can diff our dump against Kafka's tool run on the same files:
                 their offset are listed after them ("Mismatches in :F" / "  Index offset: ...")
     .timeindex  "timestamp: T offset: O" per entry, then Kafka's time index errors
     .snapshot   one line per producer, as Kafka's `dumpProducerIdSnapshot`
+    .txnindex   one line per aborted transaction, as Kafka's `dumpTxnIndex`
 
 Lines Kafka prints to stderr are `diagnostic`; lines reporting damage (a bad CRC, invalid bytes,
 an index entry that misses the log, an unreadable or unknown file) are `failed`.
@@ -17,7 +18,8 @@ Where Kafka's tool would stop with a stack trace, the dump goes on and says why 
 records that do not decode, a codec id above 4, an index whose `.log` is missing, a file name
 that is not a base offset. Deliberate differences: magic v0/v1 batches are not decoded (the dump
 ends there with "Found N invalid bytes"); KRaft snapshot control records print only their type;
-`.txnindex` and KRaft `.checkpoint` files are "unknown"; index problems are listed in file
+KRaft `.checkpoint` files are "unknown"; an
+aborted-transaction entry of an unknown version is a failed line; index problems are listed in file
 order right after each file, where Kafka lists them after the last file (`.index` mismatches
 newest first).
 """
@@ -41,6 +43,7 @@ from rafka.partition_worker.record_batch import (
     iter_batches,
 )
 from rafka.partition_worker.segment import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX
+from rafka.partition_worker.txn_index import TXN_INDEX_SUFFIX, CorruptTxnIndexError, decode_entries
 
 DELETE_HORIZON_FLAG_MASK = 0x40  # attributes bit 6 (KIP-534): baseTimestamp is the delete horizon
 RECORD_INDENT = "|"
@@ -101,6 +104,8 @@ def dump_file(path: str | os.PathLike, *, print_data_log: bool = False, deep_ite
             yield from _dump_time_index_file(path, verify_index_only)
         elif path.suffix == SNAPSHOT_SUFFIX:
             yield from snapshot_lines(path.read_bytes(), path)
+        elif path.suffix == TXN_INDEX_SUFFIX:
+            yield from txn_index_lines(path.read_bytes(), path)
         else:
             yield _problem(f"Ignoring unknown file {name}")
     except OSError as e:
@@ -397,6 +402,21 @@ def snapshot_lines(data: bytes, path: str | os.PathLike) -> Iterator[DumpLine]:
         return
     for entry in entries:
         yield DumpLine(producer_line(entry))
+
+
+# -- .txnindex ---------------------------------------------------------------------------
+
+def txn_index_lines(data: bytes, path: str | os.PathLike) -> Iterator[DumpLine]:
+    """Kafka's `dumpTxnIndex`: one line per whole entry (a torn last entry is skipped, as
+    Kafka's reader skips it); a failed line for an entry of an unknown version."""
+    try:
+        entries = decode_entries(data)
+    except CorruptTxnIndexError as e:
+        yield _problem(f"Corrupt transaction index {os.fspath(path)}: {e}")
+        return
+    for txn in entries:
+        yield DumpLine(f"version: 0 producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
+                       f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}")
 
 
 def producer_line(entry: ProducerStateEntry) -> str:

@@ -1,12 +1,21 @@
 """Idempotent-producer state of one partition log (KIP-98, KIP-360): the pure core.
 
 Mirrors Apache Kafka 3.9's `ProducerStateManager`, `ProducerAppendInfo` and
-`ProducerStateEntry` (storage module) for *data* batches from clients. Transactions (ongoing
-transaction tracking, end-transaction markers, coordinator epoch checks, the LSO) are out of
-scope; `coordinator_epoch` and `current_txn_first_offset` are carried only so snapshots keep
-Kafka's format. Batches a follower copies from its leader, and batches replayed from the log
-at load or after a truncation (`truncate_and_reload`), go to `update` alone: no duplicate or
-sequence check (Kafka's AppendOrigin.REPLICATION), the same bookkeeping.
+`ProducerStateEntry` (storage module): data batches, and the transactions they open (KIP-98).
+Batches a follower copies from its leader, and batches replayed from the log at load or after
+a truncation (`truncate_and_reload`), go to `update` alone: no duplicate or sequence check
+(Kafka's AppendOrigin.REPLICATION), the same bookkeeping.
+
+Transactions. A transactional data batch of a producer with no open transaction opens one at
+its first offset (`current_txn_first_offset`, an *ongoing* transaction). An end-transaction
+marker (a control batch, `update_marker`) closes it and returns the `CompletedTxn`; the log
+then records an abort in the segment's `.txnindex` with `last_stable_offset(completed)` and
+calls `complete_txn(completed)`, as Kafka's `UnifiedLog.append` does. A completed transaction
+stays *unreplicated* until the high watermark passes its marker (`on_high_watermark_updated`).
+`first_unstable_offset` is the earliest first offset of an ongoing or unreplicated
+transaction; the partition's LSO is the smaller of it and the high watermark. Open
+transactions survive in snapshots (the entry's `current_txn_first_offset`) and are rebuilt at
+load; a producer with an open transaction never expires.
 
 The broker uses it in two steps around every write:
 
@@ -35,11 +44,16 @@ Rules (verified against Kafka's `ProducerAppendInfo.checkSequence`/`checkProduce
   wrap), else OUT_OF_ORDER_SEQUENCE_NUMBER. A retry of a batch older than the five cached
   ones fails this test too, so it gets OUT_OF_ORDER_SEQUENCE_NUMBER, not
   DUPLICATE_SEQUENCE_NUMBER (the 3.9 broker never returns that code for produce).
+- A non-transactional batch of a producer whose transaction is open: `InvalidTxnStateError`
+  (INVALID_TXN_STATE), after the epoch and sequence checks, as Kafka's `appendDataBatch`.
+- A marker with an epoch below the producer's: INVALID_PRODUCER_EPOCH; with a coordinator
+  epoch below the producer's last marker's: `TransactionCoordinatorFencedError`
+  (TRANSACTION_COORDINATOR_FENCED). Markers replayed or copied from the leader are not checked.
 - Unknown producer id (no state, e.g. expired or its records deleted): *any* first sequence
   is accepted. Before KIP-360 (Kafka < 2.5) a non-zero first sequence there was refused with
   UNKNOWN_PRODUCER_ID; since KIP-360 the broker accepts it and the client recovers by itself.
   (Kafka 4.x additionally refuses a non-zero sequence for a transactions-v2 producer whose
-  partition was just verified by the transaction coordinator; rafka has no transactions.)
+  partition was just verified by the transaction coordinator; 3.9 has no transactions v2.)
 
 Not safe for concurrent use: the owning actor serialises calls.
 """
@@ -88,6 +102,14 @@ class InvalidProducerEpochError(KafkaError):
     code = ErrorCode.INVALID_PRODUCER_EPOCH
 
 
+class InvalidTxnStateError(KafkaError):
+    code = ErrorCode.INVALID_TXN_STATE
+
+
+class TransactionCoordinatorFencedError(KafkaError):
+    code = ErrorCode.TRANSACTION_COORDINATOR_FENCED
+
+
 class CorruptSnapshotError(KafkaError):
     """A producer snapshot that is short, has an unknown version or a bad CRC. Never leaves
     this module: `load_latest_snapshot` logs it and tries an older snapshot."""
@@ -103,6 +125,35 @@ class HeaderLike(Protocol):
     base_sequence: int
     last_offset_delta: int
     max_timestamp: int
+    is_transactional: bool
+
+
+class MarkerLike(Protocol):
+    """What `update_marker` reads from an end-transaction marker; `EndTransactionMarker` fits."""
+
+    coordinator_epoch: int
+
+    @property
+    def is_abort(self) -> bool: ...
+
+
+class CompletedTxn(NamedTuple):
+    """A transaction a marker closed: its first offset in this partition, the marker's offset."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    is_aborted: bool
+
+
+@dataclass
+class TxnMetadata:
+    """An ongoing transaction (`last_offset` None) or one completed but not yet below the
+    high watermark (`last_offset`: its marker's offset). Kafka's `TxnMetadata`."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int | None = None
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -167,7 +218,7 @@ class ProducerStateEntry:
     producer_epoch: int = NO_PRODUCER_EPOCH
     coordinator_epoch: int = -1
     last_timestamp: int = NO_TIMESTAMP
-    current_txn_first_offset: int | None = None  # always None: no transactions yet
+    current_txn_first_offset: int | None = None  # first offset of its open transaction
     batches: deque[BatchMetadata] = field(default_factory=deque)
 
     @property
@@ -251,6 +302,10 @@ class ProducerStateManager:
     def __init__(self, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS) -> None:
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._producers: dict[int, ProducerStateEntry] = {}
+        # first offset -> transaction; few at a time (one per producer at most), so the
+        # earliest is found by min() rather than kept in a sorted map as Kafka's TreeMap.
+        self._ongoing: dict[int, TxnMetadata] = {}
+        self._unreplicated: dict[int, TxnMetadata] = {}
 
     # ----------------------------------------------------------------- queries
     @property
@@ -260,6 +315,44 @@ class ProducerStateManager:
 
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self._producers.get(producer_id)
+
+    @property
+    def ongoing_transactions(self) -> list[TxnMetadata]:
+        """Open transactions, earliest first offset first."""
+        return [self._ongoing[k] for k in sorted(self._ongoing)]
+
+    def first_undecided_offset(self) -> int | None:
+        """First offset of the earliest open transaction (None: none is open)."""
+        return min(self._ongoing, default=None)
+
+    def first_unstable_offset(self) -> int | None:
+        """First offset of the earliest transaction open or completed above the high
+        watermark (None: none). The LSO is min(this, high watermark)."""
+        return min(self._ongoing.keys() | self._unreplicated.keys(), default=None)
+
+    def last_stable_offset(self, completed: CompletedTxn) -> int:
+        """The LSO right after `completed`'s marker, before `complete_txn`: the first offset of
+        the earliest open transaction of another producer, else the marker's offset + 1. It is
+        what the `.txnindex` entry of an abort records."""
+        others = [k for k, txn in self._ongoing.items() if txn.producer_id != completed.producer_id]
+        return min(others) if others else completed.last_offset + 1
+
+    def complete_txn(self, completed: CompletedTxn) -> None:
+        """Move the transaction from ongoing to unreplicated (ValueError if it was not open)."""
+        txn = self._ongoing.pop(completed.first_offset, None)
+        if txn is None:
+            raise ValueError(f"attempted to complete transaction {completed} which was not started")
+        txn.last_offset = completed.last_offset
+        self._unreplicated[completed.first_offset] = txn
+
+    def on_high_watermark_updated(self, high_watermark: int) -> None:
+        """Forget completed transactions whose marker is below the high watermark."""
+        self._drop_unreplicated_below(high_watermark)
+
+    def _drop_unreplicated_below(self, offset: int) -> None:
+        done = [k for k, txn in self._unreplicated.items() if txn.last_offset is not None and txn.last_offset < offset]
+        for k in done:
+            del self._unreplicated[k]
 
     # ------------------------------------------------------------------ append
     def check_append(self, header: HeaderLike) -> AppendCheck:
@@ -292,7 +385,28 @@ class ProducerStateManager:
             raise OutOfOrderSequenceError(
                 f"Out of order sequence number for producer {producer_id}: {first_seq} "
                 f"(incoming seq. number), {entry.last_seq} (current end sequence number)")
+        if entry.current_txn_first_offset is not None and not header.is_transactional:
+            raise InvalidTxnStateError(
+                f"Expected transactional write from producer {producer_id} (its transaction is open "
+                f"since offset {entry.current_txn_first_offset})")
         return APPEND
+
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> None:
+        """Validate an end-transaction marker from the coordinator before it is written:
+        raises `InvalidProducerEpochError` for an epoch below the producer's and
+        `TransactionCoordinatorFencedError` for a coordinator epoch below the last marker's.
+        A marker for an unknown producer passes (Kafka writes it; it ends nothing)."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            return
+        if producer_epoch < entry.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"Epoch of producer {producer_id} is {producer_epoch}, which is smaller than the last "
+                f"seen epoch {entry.producer_epoch}")
+        if entry.coordinator_epoch > coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"Invalid coordinator epoch for producer {producer_id}: {coordinator_epoch} (zombie), "
+                f"{entry.coordinator_epoch} (current)")
 
     def update(self, header: HeaderLike, first_offset: int) -> None:
         """Record a batch just written at `first_offset` (its last offset is first_offset +
@@ -313,6 +427,29 @@ class ProducerStateManager:
         if entry is None:
             entry = self._producers[producer_id] = ProducerStateEntry(producer_id)
         entry.add_batch(header.producer_epoch, batch)
+        if header.is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = first_offset
+            self._ongoing[first_offset] = TxnMetadata(producer_id, first_offset)
+
+    def update_marker(self, producer_id: int, producer_epoch: int, marker: MarkerLike, offset: int,
+                      timestamp: int) -> CompletedTxn | None:
+        """Record an end-transaction marker written at `offset` (Kafka's `appendEndTxnMarker`
+        without its checks: call `check_marker` first for a coordinator's marker). Returns the
+        transaction it closes, None when the producer had none open. The caller then indexes an
+        abort and calls `complete_txn`. A new epoch drops the producer's cached batches."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = self._producers[producer_id] = ProducerStateEntry(producer_id)
+        completed = None
+        if entry.current_txn_first_offset is not None:
+            completed = CompletedTxn(producer_id, entry.current_txn_first_offset, offset, marker.is_abort)
+        if producer_epoch != entry.producer_epoch:
+            entry.batches.clear()
+            entry.producer_epoch = producer_epoch
+        entry.current_txn_first_offset = None
+        entry.coordinator_epoch = marker.coordinator_epoch
+        entry.last_timestamp = timestamp
+        return completed
 
     # ------------------------------------------------------ expiry, truncation
     def _is_expired(self, entry: ProducerStateEntry, now_ms: int, expiration_ms: int) -> bool:
@@ -334,18 +471,25 @@ class ProducerStateManager:
         """Forget every producer (log truncated to nothing). With `snapshot_dir`, also delete
         its snapshots, as Kafka's `truncateFullyAndStartAt`."""
         self._producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         if snapshot_dir is not None:
             for _, path in list_snapshots(snapshot_dir):
                 path.unlink(missing_ok=True)
 
     def on_log_start_offset(self, log_start_offset: int) -> list[int]:
         """Drop producers whose last batch ends below the new log start offset; returns them.
+        Completed transactions whose marker is below it are forgotten too (Kafka's
+        `onLogStartOffsetIncremented`).
 
         Deliberately stricter than Kafka 3.9, which (since KIP-360) keeps such producers in
         memory and only loses them on restart; the pre-2.5 `evictUnretainedProducers` did this.
+        A producer with an open transaction stays: its marker is still to come, and the LSO
+        waits for it either way.
         """
+        self._drop_unreplicated_below(log_start_offset)
         gone = [pid for pid, entry in self._producers.items()
-                if entry.last_data_offset < log_start_offset]
+                if entry.last_data_offset < log_start_offset and entry.current_txn_first_offset is None]
         for pid in gone:
             del self._producers[pid]
         return gone
@@ -458,8 +602,12 @@ class ProducerStateManager:
         there is none. A corrupt or truncated snapshot is logged and skipped for the next older
         one; unlike Kafka, it is not deleted, leaving that to `delete_snapshots_before`/an
         operator. With `now_ms`, expired producers are not
-        loaded, as Kafka's `loadFromSnapshot`."""
+        loaded, as Kafka's `loadFromSnapshot`. Open transactions come back as ongoing ones;
+        completed ones awaiting the high watermark are forgotten (the log end a snapshot is
+        loaded for is at or below the high watermark, as Kafka assumes)."""
         self._producers.clear()
+        self._ongoing.clear()
+        self._unreplicated.clear()
         for offset, path in reversed(list_snapshots(snapshot_dir)):
             try:
                 producers = self.decode_producers(path.read_bytes())
@@ -469,6 +617,8 @@ class ProducerStateManager:
             for pid, entry in producers.items():
                 if now_ms is None or not self._is_expired(entry, now_ms, self.producer_id_expiration_ms):
                     self._producers[pid] = entry
+                    if entry.current_txn_first_offset is not None:
+                        self._ongoing[entry.current_txn_first_offset] = TxnMetadata(pid, entry.current_txn_first_offset)
             return offset
         return None
 
@@ -508,7 +658,7 @@ class ProducerStateManager:
 
 
 __all__ = [
-    "APPEND", "AppendCheck", "BatchMetadata", "CorruptSnapshotError", "InvalidProducerEpochError",
-    "OutOfOrderSequenceError", "ProducerStateEntry", "ProducerStateManager",
+    "APPEND", "AppendCheck", "BatchMetadata", "CompletedTxn", "CorruptSnapshotError", "InvalidProducerEpochError",
+    "InvalidTxnStateError", "OutOfOrderSequenceError", "TransactionCoordinatorFencedError", "TxnMetadata", "ProducerStateEntry", "ProducerStateManager",
     "decrement_sequence", "increment_sequence", "list_snapshots", "snapshot_file_name",
 ]

@@ -28,6 +28,7 @@ from typing import Callable, Sequence
 from rafka.partition_worker.file_reaper import remove_now
 from rafka.partition_worker.segment import LogSegment
 from rafka.partition_worker.segment_files import DELETED_SUFFIX
+from rafka.partition_worker.txn_index import TXN_INDEX_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +113,10 @@ def retention_size_breached(segments: Sequence[LogSegment], retention_bytes: int
 
 # -- files -------------------------------------------------------------------------------
 def segment_paths(segment: LogSegment) -> tuple[Path, ...]:
-    """The files of a segment under their live names: .log, .index, .timeindex."""
-    return segment.log_path, segment.index.path, segment.time_index.path
+    """The files of a segment under their live names: .log, .index, .timeindex, .txnindex
+    (the last exists only for a segment that holds an abort marker)."""
+    return (segment.log_path, segment.index.path, segment.time_index.path,
+            segment.log_path.with_suffix(TXN_INDEX_SUFFIX))
 
 
 def mark_deleted(segment: LogSegment) -> None:

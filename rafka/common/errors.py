@@ -124,6 +124,7 @@ class ErrorCode(IntEnum):
     NEW_LEADER_ELECTED = 108
     MISMATCHED_ENDPOINT_TYPE = 114
     UNSUPPORTED_ENDPOINT_TYPE = 115
+    TRANSACTION_ABORTABLE = 120
 
 
 class KafkaError(Exception):

@@ -332,6 +332,25 @@ def test_corrupt_snapshot_is_a_failed_line(tmp_path, damage):
     assert lines[0].text.startswith("Corrupt producer snapshot 00000000000000000010.snapshot: ")
 
 
+# -- .txnindex -------------------------------------------------------------------------------
+
+def test_txn_index_lines_are_kafkas(tmp_path):
+    path = tmp_path / f"{SEGMENT}.txnindex"
+    path.write_bytes(struct.pack(">hqqqq", 0, 983493, 137, 299, 200) + struct.pack(">hqqqq", 0, 7, 300, 310, 311)
+                     + b"\x00" * 10)                      # a torn last entry is skipped, as Kafka's reader does
+    assert texts(dump_file(path))[1:] == [
+        "version: 0 producerId: 983493 firstOffset: 137 lastOffset: 299 lastStableOffset: 200",
+        "version: 0 producerId: 7 firstOffset: 300 lastOffset: 310 lastStableOffset: 311",
+    ]
+
+
+def test_txn_index_of_an_unknown_version_is_a_failed_line(tmp_path):
+    path = tmp_path / f"{SEGMENT}.txnindex"
+    path.write_bytes(struct.pack(">hqqqq", 0x0100, 1, 2, 3, 4))
+    (line,) = list(dump_file(path))[1:]
+    assert line.failed and line.text.startswith(f"Corrupt transaction index {path}: ")
+
+
 # -- files that cannot be dumped -------------------------------------------------------------
 
 def test_unknown_missing_and_misnamed_files_fail_without_raising(tmp_path):
