@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rafka.common.types import TopicPartition
-from rafka.coordinator.group.offsets_records import partition_for as _group_partition_for
+from rafka.coordinator.group.offsets_topic import partition_for as _group_partition_for
 from rafka.coordinator.transaction.transaction_metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
