@@ -1,4 +1,5 @@
-"""`Cluster`: bring up rafka brokers on Ray from Python (what `rafka up` does).
+"""`Cluster`: bring up rafka brokers on Ray from Python (what `rafka up` does, and what the
+public `rafka.Cluster` of `rafka/facade/` uses underneath to start and stop brokers).
 
     with Cluster(data_dir="/tmp/rafka", brokers=1) as cluster:
         print(cluster.bootstrap_servers)       # 127.0.0.1:9092

@@ -16,35 +16,14 @@ from dataclasses import dataclass
 from typing import Iterator, Mapping
 
 from rafka.cli.groups import GroupAdmin, GroupsError, PartitionLag, parse_consumer_assignment
-from rafka.cli.topics import TopicAdmin, TopicsError, describe_topics
+from rafka.cli.topics import TopicAdmin, TopicsError
 from rafka.common.errors import ErrorCode, error_for
+from rafka.common.metadata import PartitionInfo, TopicInfo
 from rafka.common.types import TopicPartition
 from rafka.net.protocol import apis
 
 TOPIC_RESOURCE = 2
 SET, DELETE = 0, 1   # IncrementalAlterConfigs' config_operation
-
-
-@dataclass(frozen=True)
-class PartitionDescription:
-    partition: int
-    leader: int            # -1 while it has none
-    leader_epoch: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    offline: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class TopicDescription:
-    topic: str
-    topic_id: str
-    internal: bool
-    partitions: tuple[PartitionDescription, ...]
-
-    @property
-    def replication_factor(self) -> int:
-        return len(self.partitions[0].replicas) if self.partitions else 0
 
 
 @dataclass(frozen=True)
@@ -75,6 +54,9 @@ class Admin:
     """Admin requests to the cluster at `bootstrap_servers` (see the module's docstring)."""
 
     def __init__(self, bootstrap_servers: str) -> None:
+        self._open(bootstrap_servers)
+
+    def _open(self, bootstrap_servers: str) -> None:
         self.bootstrap_servers = bootstrap_servers
         self._topics = TopicAdmin(bootstrap_servers)
         self._groups = GroupAdmin(bootstrap_servers.split(",")[0])
@@ -82,6 +64,11 @@ class Admin:
     def close(self) -> None:
         self._topics.close()
         self._groups.close()
+
+    def reconnect(self, bootstrap_servers: str) -> None:
+        """Talk to the cluster through `bootstrap_servers` from now on (its brokers changed)."""
+        self.close()
+        self._open(bootstrap_servers)
 
     def __enter__(self) -> "Admin":
         return self
@@ -110,17 +97,18 @@ class Admin:
         with _kafka_errors():
             self._topics.add_partitions(topic, count, None)
 
-    def describe_topics(self, topics: list[str] | None = None) -> list[TopicDescription]:
-        """Each topic's partitions with leader, replicas, ISR and offline replicas (every topic
-        by default); UnknownTopicOrPartitionError when one asked for does not exist."""
+    def describe_topics(self, topics: list[str] | None = None) -> list[TopicInfo]:
+        """Each topic (sorted by name) with its partitions' leader, leader epoch, replicas, ISR
+        and offline replicas, every topic by default; UnknownTopicOrPartitionError when one asked
+        for does not exist."""
         metadata = self._topics.metadata(topics)
         for t in metadata["topics"]:
             if t["error_code"] != ErrorCode.NONE:
                 raise error_for(t["error_code"], f"{ErrorCode(t['error_code']).name}: {t['name']}")
-        return [TopicDescription(t["topic"], t["topic_id"], t["internal"], tuple(
-            PartitionDescription(p["partition"], p["leader"], p["leader_epoch"], tuple(p["replicas"]),
-                                 tuple(p["isr"]), tuple(p["offline"])) for p in t["partitions"]))
-                for t in describe_topics(metadata, {})]
+        return [TopicInfo(t["name"], t["topic_id"], {p["partition_index"]: PartitionInfo(
+            p["partition_index"], p["leader_id"], p["leader_epoch"], tuple(p["replica_nodes"]), tuple(p["isr_nodes"]),
+            tuple(p["offline_replicas"])) for p in sorted(t["partitions"], key=lambda p: p["partition_index"])},
+            t["is_internal"]) for t in sorted(metadata["topics"], key=lambda t: t["name"])]
 
     def describe_configs(self, topic: str) -> dict[str, str]:
         """`topic`'s own config overrides (what `rafka topics describe` lists as Configs)."""

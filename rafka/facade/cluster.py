@@ -175,7 +175,8 @@ class Cluster:
     @property
     def admin(self) -> "Admin":
         """Topics, configs and consumer groups (`rafka.facade.admin.Admin`), over the Kafka
-        protocol; closed by `shutdown`."""
+        protocol; one object, which `add_broker` and `stop_broker` of this handle point at the
+        brokers running then, and `shutdown` closes."""
         from rafka.facade.admin import Admin
 
         if self._admin is None:
@@ -203,7 +204,7 @@ class Cluster:
         self._handles[handle.broker_id] = handle.actor
         entry = BrokerEntry(handle.broker_id, handle.host, handle.port, node_id, config.rack_id)
         self._put(dataclasses.replace(record, slots=record.slots + 1).with_broker(entry))
-        self._close_admin()
+        self._reconnect_admin()
         return entry
 
     def stop_broker(self, broker_id: int) -> None:
@@ -213,7 +214,7 @@ class Cluster:
         self._engine(record).stop_broker(broker_id)
         self._handles.pop(broker_id, None)   # held, it would keep the stopped broker's name taken
         self._put(record.without_broker(broker_id))
-        self._close_admin()
+        self._reconnect_admin()
 
     def shutdown(self) -> None:
         """Stop every broker, the private ZooKeeper and the registry, remove a temporary data
@@ -271,6 +272,11 @@ class Cluster:
                            detached=record.detached, host=host or record.host)
         engine.ports.update({b.broker_id: b.port for b in record.brokers})
         return engine
+
+    def _reconnect_admin(self) -> None:
+        """The admin, once there is one, through the brokers running now (it stays the same object)."""
+        if self._admin is not None:
+            self._admin.reconnect(self._record.bootstrap_servers)
 
     def _close_admin(self) -> None:
         if self._admin is not None:
