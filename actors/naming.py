@@ -3,6 +3,7 @@
 Every rafka actor lives in the Ray namespace of its cluster (`rafka` by default) under a
 name that says what it is and which broker owns it:
 
+    cluster                         the cluster's registry (`rafka.Cluster`: how another driver finds it)
     coordinator:<broker>            BrokerCoordinator of a broker
     frontend:<broker>               the Kafka-protocol front end of a broker
     replica:<broker>:<topic>-<p>    one partition replica hosted by a broker
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from rafka.common.types import TopicPartition
 
 DEFAULT_NAMESPACE = "rafka"
+CLUSTER_REGISTRY_NAME = "cluster"
 
 
 def coordinator_name(broker_id: int) -> str:

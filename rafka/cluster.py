@@ -1,4 +1,5 @@
-"""`Cluster`: bring up rafka brokers on Ray from Python (what `rafka up` does).
+"""`Cluster`: bring up rafka brokers on Ray from Python (what `rafka up` does, and what the
+public `rafka.Cluster` of `rafka/facade/` uses underneath to start and stop brokers).
 
     with Cluster(data_dir="/tmp/rafka", brokers=1) as cluster:
         print(cluster.bootstrap_servers)       # 127.0.0.1:9092
@@ -148,8 +149,9 @@ class Cluster:
 
     def __init__(self, data_dir: str | Path, brokers: int = 1, *, first_port: int = DEFAULT_FIRST_PORT,
                  config: BrokerConfig | None = None, namespace: str = DEFAULT_NAMESPACE,
-                 ray_address: str | None = None, detached: bool = False) -> None:
+                 ray_address: str | None = None, detached: bool = False, host: str = "127.0.0.1") -> None:
         self.data_dir = Path(data_dir).absolute()
+        self.host = host   # where brokers listen unless `config` names listeners (one broker)
         self.broker_count = brokers
         self.first_port = first_port
         self.namespace = namespace
@@ -200,8 +202,10 @@ class Cluster:
             raise failures[0]
 
     def start_broker(self, config: BrokerConfig, stale_registration_wait_s: float = 0.0,
-                     detached: bool = False, timeout_s: float = 120.0) -> BrokerHandle:
-        actor, info = start_broker(config, self.namespace, stale_registration_wait_s=stale_registration_wait_s,
+                     detached: bool = False, timeout_s: float = 120.0, node_id: str | None = None) -> BrokerHandle:
+        """Start the broker of `config` on `node_id` (this driver's node by default) and wait until it serves."""
+        actor, info = start_broker(config, self.namespace, node_id=node_id,
+                                   stale_registration_wait_s=stale_registration_wait_s,
                                    timeout_s=timeout_s, detached=detached)
         handle = BrokerHandle(info["broker_id"], info["host"], info["port"], actor)
         self.brokers[handle.broker_id] = handle
@@ -313,7 +317,7 @@ class Cluster:
             listeners, log_dirs = base.listeners, base.log_dirs
         else:
             port = self.first_port + index if self.first_port else 0
-            listeners = (f"PLAINTEXT://127.0.0.1:{port}",)
+            listeners = (f"PLAINTEXT://{self.host}:{port}",)
             slot = f"broker-{broker_id}" if broker_id >= 0 else f"slot-{index}"
             log_dirs = (str(self.data_dir / slot / "logs"),)
         if base.log_dirs != BrokerConfig().log_dirs and self.broker_count == 1:

@@ -26,7 +26,11 @@ INACTIVE_STATES = ("Empty", "Dead")
 
 
 class GroupsError(Exception):
-    """A refusal worth one line on stderr and exit code 1."""
+    """A refusal worth one line on stderr and exit code 1; `code` is Kafka's error, where one was answered."""
+
+    def __init__(self, message: str, code: int = ErrorCode.UNKNOWN_SERVER_ERROR) -> None:
+        super().__init__(message)
+        self.code = ErrorCode(code)
 
 
 # Coordinator errors a client retries (the group is loading, or its coordinator is elsewhere).
@@ -146,7 +150,7 @@ class GroupAdmin:
         c = body["coordinators"][0]
         if c["error_code"] != 0:
             raise _Retriable(c["error_code"]) if c["error_code"] in RETRIABLE_COORDINATOR_ERRORS else GroupsError(
-                f"Cannot find the coordinator of group '{group}': {ErrorCode(c['error_code']).name}")
+                f"Cannot find the coordinator of group '{group}': {ErrorCode(c['error_code']).name}", c["error_code"])
         return self._conn(f"{c['host']}:{c['port']}")
 
     def _ask_coordinator(self, group: str, api_key: int, version: int, body: dict,
@@ -167,7 +171,8 @@ class GroupAdmin:
                 not_found = e.code
             if time.monotonic() + backoff_s > deadline:
                 if answer is None:
-                    raise GroupsError(f"Cannot find the coordinator of group '{group}': {ErrorCode(not_found).name}")
+                    raise GroupsError(f"Cannot find the coordinator of group '{group}': {ErrorCode(not_found).name}",
+                                      not_found)
                 return answer
             time.sleep(backoff_s)
             backoff_s = min(backoff_s * 2, 1.0)
@@ -186,7 +191,7 @@ class GroupAdmin:
                                      lambda b: [g["error_code"] for g in b["groups"]])
         g = body["groups"][0]
         if g["error_code"] != 0:
-            raise GroupsError(f"Cannot describe group '{group}': {ErrorCode(g['error_code']).name}")
+            raise GroupsError(f"Cannot describe group '{group}': {ErrorCode(g['error_code']).name}", g["error_code"])
         return g
 
     def committed(self, group: str) -> dict[tuple[str, int], int]:
@@ -195,7 +200,8 @@ class GroupAdmin:
                                      lambda b: [g["error_code"] for g in b["groups"]])
         found = body["groups"][0]
         if found["error_code"] != 0:
-            raise GroupsError(f"Cannot fetch offsets of group '{group}': {ErrorCode(found['error_code']).name}")
+            raise GroupsError(f"Cannot fetch offsets of group '{group}': {ErrorCode(found['error_code']).name}",
+                              found["error_code"])
         return {(t["name"], p["partition_index"]): p["committed_offset"] for t in found["topics"]
                 for p in t["partitions"]}
 
@@ -203,7 +209,7 @@ class GroupAdmin:
         meta = self._metadata([topic])
         t = meta["topics"][0]
         if t["error_code"] != 0:
-            raise GroupsError(f"Topic '{topic}': {ErrorCode(t['error_code']).name}")
+            raise GroupsError(f"Topic '{topic}': {ErrorCode(t['error_code']).name}", t["error_code"])
         return sorted((topic, p["partition_index"]) for p in t["partitions"])
 
     def offsets_at(self, partitions: list[tuple[str, int]], timestamp: int) -> dict[tuple[str, int], int]:
@@ -232,14 +238,15 @@ class GroupAdmin:
                 if p["error_code"] in RETRIABLE_PARTITION_ERRORS:
                     retry[tp] = p["error_code"]
                 elif p["error_code"] != 0:
-                    raise GroupsError(f"ListOffsets of {tp[0]}-{tp[1]}: {ErrorCode(p['error_code']).name}")
+                    raise GroupsError(f"ListOffsets of {tp[0]}-{tp[1]}: {ErrorCode(p['error_code']).name}",
+                                      p["error_code"])
                 else:
                     out[tp] = p["offset"]
             if not retry:
                 return out
             if time.monotonic() + backoff_s > deadline:
                 (topic, partition), code = next(iter(retry.items()))
-                raise GroupsError(f"ListOffsets of {topic}-{partition}: {ErrorCode(code).name}")
+                raise GroupsError(f"ListOffsets of {topic}-{partition}: {ErrorCode(code).name}", code)
             time.sleep(backoff_s)
             backoff_s = min(backoff_s * 2, 1.0)
 

@@ -28,7 +28,11 @@ DYNAMIC_TOPIC_CONFIG = 1   # DescribeConfigs' config_source of a topic's own ove
 
 
 class TopicsError(Exception):
-    """A refusal worth one line on stderr and exit code 1."""
+    """A refusal worth one line on stderr and exit code 1; `code` is Kafka's error, where one was answered."""
+
+    def __init__(self, message: str, code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 # -- pure: the data each action prints ----------------------------------------------------------
@@ -130,7 +134,8 @@ class TopicAdmin:
         """How many partitions `topic` has now; TopicsError when it does not exist."""
         answer = self.metadata([topic])["topics"][0]
         if answer["error_code"] != ErrorCode.NONE:
-            raise TopicsError(f"{ErrorCode(answer['error_code']).name}: no such topic: {topic}")
+            raise TopicsError(f"{ErrorCode(answer['error_code']).name}: no such topic: {topic}",
+                              ErrorCode(answer["error_code"]))
         return len(answer["partitions"])
 
     def add_partitions(self, topic: str, count: int, assignments: list[list[int]] | None) -> None:
@@ -148,7 +153,7 @@ class TopicAdmin:
 def _raise_for(result: dict) -> None:
     if result["error_code"] != ErrorCode.NONE:
         code = ErrorCode(result["error_code"])
-        raise TopicsError(f"{code.name}: {result.get('error_message') or ''}".rstrip(": "))
+        raise TopicsError(f"{code.name}: {result.get('error_message') or ''}".rstrip(": "), code)
 
 
 # -- the command --------------------------------------------------------------------------------

@@ -231,3 +231,32 @@ class InvalidTimestampError(KafkaError):
     def __init__(self, message: str = "", record_errors: tuple[tuple[int, str], ...] = ()) -> None:
         super().__init__(message)
         self.record_errors = tuple(record_errors)
+
+
+class GroupIdNotFoundError(KafkaError):
+    code = ErrorCode.GROUP_ID_NOT_FOUND
+
+
+class NonEmptyGroupError(KafkaError):
+    code = ErrorCode.NON_EMPTY_GROUP
+
+
+class ClusterNotFoundError(LookupError):
+    """No rafka cluster runs in the Ray namespace asked for (`rafka.Cluster.connect`).
+
+    Not a Kafka error code: Kafka has no word for a cluster that is not there."""
+
+
+def error_for(code: int, message: str = "") -> KafkaError:
+    """The exception of Kafka error `code`: the class above that carries it (Kafka's own name,
+    `UnknownTopicOrPartitionError` for UNKNOWN_TOPIC_OR_PARTITION), else a `KafkaError` with
+    that code. `message` defaults to the code's name."""
+    code = ErrorCode(code)
+    classes = [KafkaError]
+    for cls in classes:
+        classes.extend(cls.__subclasses__())
+    exact = [cls for cls in classes[1:] if cls.code == code]
+    text = message or code.name
+    if exact:
+        return exact[0](text)
+    return KafkaError(text, code)
