@@ -27,7 +27,8 @@ the broker publishes its replicas anew (LeaderAndIsr, UpdateMetadata, a wake or 
 `forget_windows`). A read below the log start then goes to the
 replica, which answers OFFSET_OUT_OF_RANGE, as Kafka does.
 
-Ray actor calls remain for the rare control-like requests (ListOffsets, DeleteRecords).
+Ray actor calls remain for the rare control-like requests (OffsetForLeaderEpoch, once per leader
+change); ListOffsets and DeleteRecords go over the data socket, in order with the appends.
 """
 from __future__ import annotations
 
