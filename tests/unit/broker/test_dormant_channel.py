@@ -91,6 +91,28 @@ def test_writes_wake_the_replica_once_and_reach_it_in_the_order_they_came(tmp_pa
     asyncio.run(main())
 
 
+def test_the_first_write_to_a_never_written_partition_is_told_once_and_a_written_ones_never(tmp_path):
+    async def main():
+        told, woken = [], []
+        new = DormantChannel(TP, closed_log(tmp_path / "new", batches=0), woken.append, first_write=told.append)
+        assert new.never_written
+        new.append(b"one", 1)
+        new.append(b"two", 1)                        # a wake is asked already: not told again
+        assert told == [TP] and woken == [TP]
+        new.woke(LiveChannel())
+        assert not new.never_written                 # runs again
+
+        written = DormantChannel(TP, closed_log(tmp_path / "old"), woken.append, first_write=told.append)
+        assert not written.never_written
+        written.append(b"three", 1)
+        assert told == [TP]                          # records already: its siblings are not woken
+        sibling = DormantChannel(TopicPartition("t", 1), closed_log(tmp_path / "sib", batches=0), woken.append)
+        sibling.wake_now()                           # (what the front end does for a new sibling)
+        sibling.append(b"four", 1)
+        assert woken == [TP, TP, TopicPartition("t", 1)]   # asked once, by the front end
+    asyncio.run(main())
+
+
 def test_a_partition_that_leaves_answers_its_waiting_writes_as_lost(tmp_path):
     async def main():
         channel = DormantChannel(TP, closed_log(tmp_path), lambda tp: None)
