@@ -5,25 +5,15 @@ records over its partitions waits for their wakes at once rather than one after 
 three in a row outlasted the test's 10 s). Real broker, real client."""
 from __future__ import annotations
 
-from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.cluster.test_rest_never_races_a_producer import produce_one
 from tests.waiting import wait_until
 
 
 def live(cluster, topic: str) -> set[int]:
     return {int(r.rsplit("-", 1)[1]) for r in cluster.broker_status()[0]["replicas"]
             if r.rsplit("-", 1)[0] == topic}
-
-
-def produce_one(bootstrap: str, topic: str, partition: int) -> int:
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
-                         "enable.idempotence": True, "message.timeout.ms": 60000})
-    offsets: list[int] = []
-    producer.produce(topic, b"v", partition=partition,
-                     on_delivery=lambda err, msg: offsets.append(msg.offset() if err is None else -1))
-    assert producer.flush(90) == 0
-    return offsets[0]
 
 
 def test_the_first_write_to_a_new_topic_wakes_its_other_new_partitions(rafka_cluster):
