@@ -297,8 +297,8 @@ class DormantChannel:
 
     async def _wait_and_read(self, at_replica: Callable[[Any], Any], here: Callable[[ClosedLogReader], FetchResult],
                              max_wait_ms: int, result: FetchResult | None, released: asyncio.Event) -> FetchResult:
-        """A parked read: until the partition wakes (the read goes on at the replica, with the
-        rest of its wait), it is released, or `max_wait_ms` passes; then what there is."""
+        """A parked read: until the partition wakes (the read goes on at the replica, and a
+        release reaches it there too), it is released, or `max_wait_ms` passes; then what there is."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
         while True:
@@ -306,6 +306,12 @@ class DormantChannel:
                 if self._live is None:
                     return _LOST
                 pending = at_replica(self._live)
+                if not released.is_set():   # (its fetch may end first: the replica's read ends with it)
+                    ending = asyncio.ensure_future(released.wait())
+                    try:
+                        await asyncio.wait([pending.answer, ending], return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        ending.cancel()
                 if released.is_set():
                     pending.release()
                 return await pending.answer

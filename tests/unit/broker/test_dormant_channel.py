@@ -15,6 +15,7 @@ from rafka.partition_worker.messages import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchResult, OffsetLookup, ProduceResult,
 )
 from rafka.partition_worker.record_batch import Record, encode_batch
+from tests.waiting import eventually
 
 TP = TopicPartition("t", 0)
 
@@ -136,6 +137,46 @@ def test_a_fetch_parked_at_the_end_goes_on_at_the_replica_when_it_wakes(tmp_path
         channel.woke(live)
         result = await asyncio.wait_for(parked.answer, 5)
         assert result.high_watermark == 99 and live.calls == [("read", 12)]
+    asyncio.run(main())
+
+
+class ParkedLiveChannel:
+    """A woken replica's channel whose reads park until released (a consumer at the log end)."""
+
+    def __init__(self) -> None:
+        self.reads = self.released = 0
+
+    def start_read(self, offset, max_bytes, max_wait_ms=0):
+        answer = asyncio.get_running_loop().create_future()
+        channel = self
+        self.reads += 1
+
+        class Read:
+            def __init__(self):
+                self.answer = answer
+
+            def release(self):
+                channel.released += 1
+                if not answer.done():
+                    answer.set_result(FetchResult(ErrorCode.NONE, offset, offset, 0))
+        return Read()
+
+
+def test_a_parked_fetch_that_went_on_at_the_woken_replica_ends_when_released(tmp_path):
+    """Its fetch is complete (another partition had data, or its wait ran out): the read that went
+    on at the replica is released too, not left to wait out the whole max_wait_ms again."""
+    async def main():
+        channel = DormantChannel(TP, closed_log(tmp_path), lambda tp: None)
+        parked = channel.start_read(12, 1 << 20, max_wait_ms=60_000)
+        await asyncio.sleep(0)
+        live = ParkedLiveChannel()
+        channel.woke(live)
+        await eventually(lambda: live.reads == 1, "the read went on at the replica")
+        await asyncio.sleep(0)
+        assert not parked.answer.done()
+        parked.release()
+        result = await asyncio.wait_for(parked.answer, 5)
+        assert result.regions == () and live.released == 1
     asyncio.run(main())
 
 
