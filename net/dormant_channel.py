@@ -12,6 +12,15 @@ its `ReplicaChannel` with the same methods, so handlers need not know:
   leader epoch, a timestamp lookup) first wakes the replica (`wake(tp)`, once) and is then
   sent to it, in the order the calls came, before anything sent to the new channel directly.
 
+A new partition is dormant from its creation (no process until a write), so the first write
+to each partition of a new topic waits for a wake: a second or less on a quiet broker, seconds
+to a minute behind a burst of other starts under load. A producer spreads a new topic's
+records over its partitions (Kafka's partitioners do), and one that waits for each write's
+answer (a flush per record) used to meet those wakes one after another. So the first write to
+a partition never written (`never_written`) tells the front end (`first_write`), which wakes
+the topic's other never-written partitions with it: their first writes then wait for wakes
+already under way, in parallel (franz-go's TestPauseIssue489 under its suite's load).
+
 A rest is invisible to clients (issue 56): a produce or a timestamp lookup waits for the wake
 rather than being answered NOT_LEADER_OR_FOLLOWER, bounded by the request's own time (half a
 produce's `timeout_ms`, as for a starting leader, so the answer reaches the client before its
@@ -72,8 +81,10 @@ class DormantChannel:
     actor = None   # no process: the replica fetcher asks `closed` instead
 
     def __init__(self, tp: TopicPartition, closed: ClosedLog | None, wake: Callable[[TopicPartition], None],
-                 isr: Callable[[TopicPartition], tuple[int, ...]] | None = None) -> None:
+                 isr: Callable[[TopicPartition], tuple[int, ...]] | None = None,
+                 first_write: Callable[[TopicPartition], None] | None = None) -> None:
         self.tp = tp
+        self._first_write = first_write   # told of a write to this partition while it was never written
         self._isr = isr   # the partition's ISR as the broker's metadata says (a follower outside it wakes the leader)
         self.socket_path: str | None = None   # never a live replica's: a live one replaces it
         self.closed: ClosedLog | None = None
@@ -92,6 +103,13 @@ class DormantChannel:
     def ended(self) -> bool:
         """Its replica runs again (or the partition left): it only hands calls on."""
         return self._ended
+
+    @property
+    def never_written(self) -> bool:
+        """Its closed log is empty and starts at 0 (a new partition's, say), and it still rests."""
+        closed = self.closed
+        return (closed is not None and not self._ended and closed.log_end_offset == 0
+                and closed.log_start_offset == 0)
 
     @property
     def pending(self) -> bool:
@@ -194,6 +212,8 @@ class DormantChannel:
         wake takes more than half its `timeout_ms` (unbounded for acks=0 or no timeout: no one
         waits for its answer)."""
         bound_s = timeout_ms / 2000 if timeout_ms > 0 and acks != 0 else None
+        if self._first_write is not None and not self._wake_asked and self.never_written:
+            self._first_write(self.tp)
         return self._through_replica(lambda c: c.append(records, acks, timeout_ms),
                                      ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER), bound_s=bound_s,
                                      if_late=ProduceResult(ErrorCode.REQUEST_TIMED_OUT, error_message=_WAKE_LATE))
@@ -277,8 +297,8 @@ class DormantChannel:
 
     async def _wait_and_read(self, at_replica: Callable[[Any], Any], here: Callable[[ClosedLogReader], FetchResult],
                              max_wait_ms: int, result: FetchResult | None, released: asyncio.Event) -> FetchResult:
-        """A parked read: until the partition wakes (the read goes on at the replica, with the
-        rest of its wait), it is released, or `max_wait_ms` passes; then what there is."""
+        """A parked read: until the partition wakes (the read goes on at the replica, and a
+        release reaches it there too), it is released, or `max_wait_ms` passes; then what there is."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max_wait_ms / 1000
         while True:
@@ -286,6 +306,12 @@ class DormantChannel:
                 if self._live is None:
                     return _LOST
                 pending = at_replica(self._live)
+                if not released.is_set():   # (its fetch may end first: the replica's read ends with it)
+                    ending = asyncio.ensure_future(released.wait())
+                    try:
+                        await asyncio.wait([pending.answer, ending], return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        ending.cancel()
                 if released.is_set():
                     pending.release()
                 return await pending.answer

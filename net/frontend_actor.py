@@ -44,6 +44,10 @@ _ADMIN_WAIT_MS = 30_000
 QUIESCE_TIMEOUT_S = 5.0
 # What a wake may take beyond the control timeout: starts queue behind each other in a burst.
 WAKE_WAIT_MS = 60_000
+# A first write to a never-written partition wakes at most this many of its topic's other
+# never-written partitions with it (`_wake_new_siblings`): a new topic of 1,000 partitions
+# written by key to a few of them does not start a thousand processes.
+NEW_SIBLING_WAKES = 16
 
 Channel = ReplicaChannel | DormantChannel
 
@@ -126,7 +130,8 @@ class Frontend:
         `starting`: partitions the metadata says this broker leads whose replica does not run yet.
         `dormant_*`: replicas without a process, served from their closed logs (None: closing)."""
         self._channels = self._reuse_channels(self._channels, leaders, dormant_leaders)
-        self._follower_channels = self._reuse_channels(self._follower_channels, followers or {}, dormant_followers)
+        self._follower_channels = self._reuse_channels(self._follower_channels, followers or {}, dormant_followers,
+                                                        leaders=False)
         self.metadata = metadata
         self.starting.update(starting)
         self._lead_offsets_partitions()
@@ -141,7 +146,8 @@ class Frontend:
         partition, not all of the broker's."""
         self._channels = self._reuse_channels(self._channels, leaders, dormant_leaders, only=changed)
         before = self._follower_channels
-        self._follower_channels = self._reuse_channels(before, followers, dormant_followers, only=changed)
+        self._follower_channels = self._reuse_channels(before, followers, dormant_followers, only=changed,
+                                                        leaders=False)
         self._lead_offsets_partitions()
         if any(before.get(tp) is not self._follower_channels.get(tp) for tp in changed):
             self._fetchers.update(self.metadata, self._follower_channels)
@@ -156,11 +162,13 @@ class Frontend:
 
     def _reuse_channels(self, current: dict[TopicPartition, Channel], wanted: dict[TopicPartition, tuple[Any, str]],
                         dormant: dict[TopicPartition, ClosedLog | None] | None,
-                        only: frozenset[TopicPartition] | None = None) -> dict[TopicPartition, Channel]:
+                        only: frozenset[TopicPartition] | None = None, *,
+                        leaders: bool = True) -> dict[TopicPartition, Channel]:
         """Channels to the `wanted` replicas, keeping the open ones whose socket is unchanged, and
         to the `dormant` ones; closes the rest. A dormant channel whose replica runs again hands
         the calls it holds to the new channel. With `only`, just those partitions change (the
-        others keep their channels), and `wanted` and `dormant` name no other."""
+        others keep their channels), and `wanted` and `dormant` name no other. `leaders`: these are
+        the partitions led here (a first write to a new one wakes its new siblings)."""
         channels: dict[TopicPartition, Channel] = {} if only is None else {
             tp: channel for tp, channel in current.items() if tp not in only}
         for tp, (actor, socket_path) in wanted.items():
@@ -177,7 +185,8 @@ class Frontend:
                     existing.rested(closed)
                 channels[tp] = existing
             else:
-                channels[tp] = DormantChannel(tp, closed, self._wake_replica, self._isr)
+                channels[tp] = DormantChannel(tp, closed, self._wake_replica, self._isr,
+                                              self._wake_new_siblings if leaders else None)
         for tp, channel in current.items():
             replacement = channels.get(tp)
             if replacement is channel or (only is not None and tp not in only):
@@ -198,7 +207,8 @@ class Frontend:
             channel = table.get(tp)
             if not isinstance(channel, ReplicaChannel):
                 continue
-            closing = DormantChannel(tp, None, self._wake_replica, self._isr)
+            closing = DormantChannel(tp, None, self._wake_replica, self._isr,
+                                     None if followers else self._wake_new_siblings)
             self._swap_channel(tp, closing, followers)
             if await channel.drain(QUIESCE_TIMEOUT_S):
                 channel.close()
@@ -223,6 +233,19 @@ class Frontend:
     def _wake_replica(self, tp: TopicPartition) -> None:
         """A request for a dormant replica needs its process: ask the broker to start it."""
         asyncio.ensure_future(self._ask_to_wake(tp))
+
+    def _wake_new_siblings(self, tp: TopicPartition) -> None:
+        """The first write to `tp`, a partition led here and never written: wake the other
+        never-written dormant partitions of its topic led here too (up to NEW_SIBLING_WAKES,
+        those after `tp` first, as a round-robin partitioner goes), so that a producer spreading
+        a new topic's records waits for their wakes at once, not one after another
+        (dormant_channel.py)."""
+        siblings = sorted((other for other, channel in self._channels.items()
+                           if other.topic == tp.topic and other != tp and isinstance(channel, DormantChannel)
+                           and channel.never_written),
+                          key=lambda other: (other.partition <= tp.partition, other.partition))
+        for other in siblings[:NEW_SIBLING_WAKES]:
+            self._channels[other].wake_now()
 
     async def _ask_to_wake(self, tp: TopicPartition) -> None:
         timed_out = False

@@ -270,12 +270,14 @@ class ReplicaReconciler:
         """The running replica of `tp` (process `pid`) has been idle: once `quiesce` (the front
         end stops sending it requests and drains those under way) says yes, close it cleanly
         and keep its closed log. False, with the replica left running, when it is not the one
-        running, is starting or stopping, or the front end could not drain it; a replica whose
-        closed log cannot be read back starts again."""
+        running, is starting or stopping, is resting already, or the front end could not drain
+        it; a replica whose closed log cannot be read back starts again."""
         replica, entry = self.replicas.get(tp), self.book.get(tp)
         if (replica is None or getattr(replica, "pid", None) != pid or entry is None or self._lock.locked()
-                or entry.phase is not rp.Phase.RUNNING or entry.role is None or tp in self._waking):
-            return False   # (during a tick too: the replica says so again after another delay)
+                or entry.phase is not rp.Phase.RUNNING or entry.role is None or tp in self._waking
+                or tp in self._resting):
+            return False   # (during a tick too: the replica says so again after another delay; a rest
+            #                 under way already: a second one found it gone, KeyError, its wakes stuck)
         done = self._resting[tp] = asyncio.get_running_loop().create_future()
         async with self._rests:
             # Out of `replicas` first: a publication meanwhile shows it as closing, not running.

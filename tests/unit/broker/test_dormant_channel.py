@@ -15,6 +15,7 @@ from rafka.partition_worker.messages import (
     EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, FetchResult, OffsetLookup, ProduceResult,
 )
 from rafka.partition_worker.record_batch import Record, encode_batch
+from tests.waiting import eventually
 
 TP = TopicPartition("t", 0)
 
@@ -91,6 +92,28 @@ def test_writes_wake_the_replica_once_and_reach_it_in_the_order_they_came(tmp_pa
     asyncio.run(main())
 
 
+def test_the_first_write_to_a_never_written_partition_is_told_once_and_a_written_ones_never(tmp_path):
+    async def main():
+        told, woken = [], []
+        new = DormantChannel(TP, closed_log(tmp_path / "new", batches=0), woken.append, first_write=told.append)
+        assert new.never_written
+        new.append(b"one", 1)
+        new.append(b"two", 1)                        # a wake is asked already: not told again
+        assert told == [TP] and woken == [TP]
+        new.woke(LiveChannel())
+        assert not new.never_written                 # runs again
+
+        written = DormantChannel(TP, closed_log(tmp_path / "old"), woken.append, first_write=told.append)
+        assert not written.never_written
+        written.append(b"three", 1)
+        assert told == [TP]                          # records already: its siblings are not woken
+        sibling = DormantChannel(TopicPartition("t", 1), closed_log(tmp_path / "sib", batches=0), woken.append)
+        sibling.wake_now()                           # (what the front end does for a new sibling)
+        sibling.append(b"four", 1)
+        assert woken == [TP, TP, TopicPartition("t", 1)]   # asked once, by the front end
+    asyncio.run(main())
+
+
 def test_a_partition_that_leaves_answers_its_waiting_writes_as_lost(tmp_path):
     async def main():
         channel = DormantChannel(TP, closed_log(tmp_path), lambda tp: None)
@@ -114,6 +137,46 @@ def test_a_fetch_parked_at_the_end_goes_on_at_the_replica_when_it_wakes(tmp_path
         channel.woke(live)
         result = await asyncio.wait_for(parked.answer, 5)
         assert result.high_watermark == 99 and live.calls == [("read", 12)]
+    asyncio.run(main())
+
+
+class ParkedLiveChannel:
+    """A woken replica's channel whose reads park until released (a consumer at the log end)."""
+
+    def __init__(self) -> None:
+        self.reads = self.released = 0
+
+    def start_read(self, offset, max_bytes, max_wait_ms=0):
+        answer = asyncio.get_running_loop().create_future()
+        channel = self
+        self.reads += 1
+
+        class Read:
+            def __init__(self):
+                self.answer = answer
+
+            def release(self):
+                channel.released += 1
+                if not answer.done():
+                    answer.set_result(FetchResult(ErrorCode.NONE, offset, offset, 0))
+        return Read()
+
+
+def test_a_parked_fetch_that_went_on_at_the_woken_replica_ends_when_released(tmp_path):
+    """Its fetch is complete (another partition had data, or its wait ran out): the read that went
+    on at the replica is released too, not left to wait out the whole max_wait_ms again."""
+    async def main():
+        channel = DormantChannel(TP, closed_log(tmp_path), lambda tp: None)
+        parked = channel.start_read(12, 1 << 20, max_wait_ms=60_000)
+        await asyncio.sleep(0)
+        live = ParkedLiveChannel()
+        channel.woke(live)
+        await eventually(lambda: live.reads == 1, "the read went on at the replica")
+        await asyncio.sleep(0)
+        assert not parked.answer.done()
+        parked.release()
+        result = await asyncio.wait_for(parked.answer, 5)
+        assert result.regions == () and live.released == 1
     asyncio.run(main())
 
 

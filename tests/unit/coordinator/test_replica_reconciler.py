@@ -433,6 +433,41 @@ def test_an_idle_replica_rests_only_once_the_front_end_let_go_of_it(dormant_part
     run(main())
 
 
+def test_a_second_rest_of_a_replica_already_resting_is_refused_and_a_wake_meanwhile_completes(tmp_path):
+    """Two rests of one replica (its idleness report and a round making room, say) queued behind
+    other rests: the second is refused (False), not a KeyError that left a wake waiting on it
+    for ever (seen as "could not make replica soak-86-1 dormant: KeyError" in the soak)."""
+    config = BrokerConfig.from_mapping({"broker.id": "1", "log.dirs": str(tmp_path)})
+    launcher = DormantLauncher(str(tmp_path))
+
+    async def topic_config(topic):
+        return config.log_config()
+    reconciler = ReplicaReconciler(ME, launcher, LogMaintenance(config, logging.getLogger("t")), topic_config,
+                                   logging.getLogger("t"), step_timeout_s=5, dormancy=True, max_parallel_starts=1)
+
+    async def main():
+        await reconciler.apply(metadata(a={0: (ME,)}, b={0: (ME,)}))
+        await asyncio.gather(reconciler.wake(A0, TID), reconciler.wake(B0, TID))
+        let_go = asyncio.Event()
+
+        async def slow_quiesce():
+            await let_go.wait()
+            return True
+        holding = asyncio.ensure_future(reconciler.rest(B0, reconciler.replicas[B0].pid, slow_quiesce))
+        await asyncio.sleep(0)                     # b-0's rest holds the only turn
+        pid = reconciler.replicas[A0].pid
+        first = asyncio.ensure_future(reconciler.rest(A0, pid, lambda: _value(True)))
+        second = asyncio.ensure_future(reconciler.rest(A0, pid, lambda: _value(True)))
+        await asyncio.sleep(0)
+        waking = asyncio.ensure_future(reconciler.wake(A0, TID))   # waits for the rest under way
+        await asyncio.sleep(0)
+        let_go.set()
+        assert sorted(await asyncio.wait_for(asyncio.gather(holding, first, second), 5)) == [False, True, True]
+        assert await asyncio.wait_for(waking, 5)   # woken again after the rest, not left waiting
+        assert A0 in reconciler.replicas
+    run(main())
+
+
 def test_a_dormant_leader_takes_a_new_epoch_without_a_process_but_a_follower_wakes(dormant_parts):
     reconciler, launcher, _ = dormant_parts
     run(reconciler.apply(metadata(a={0: (ME, 2)}, b={0: (2, ME)})))
