@@ -39,6 +39,7 @@ from rafka.common.types import Endpoint, TopicPartition
 from rafka.coordinator.admin.admin_service import AdminService
 from rafka.coordinator.broker.background import BackgroundTasks
 from rafka.coordinator.broker.broker_status import BrokerStatus
+from rafka.coordinator.broker.control_calls import CONTROL_CALL_TIMEOUT_S
 from rafka.coordinator.broker.controller_link import ControllerLink
 from rafka.coordinator.broker.death_watch import BrokerDeathWatch
 from rafka.coordinator.broker.dormancy import Dormancy
@@ -201,7 +202,8 @@ class BrokerCoordinator:
         await self._frontend.stop()
         self._launcher.stop_spares()
         replicas = dict(self._reconciler.replicas)
-        closed = await asyncio.gather(*[self._launcher.close(r) for r in replicas.values()], return_exceptions=True)
+        closed = await asyncio.gather(*[asyncio.wait_for(self._launcher.close(r), CONTROL_CALL_TIMEOUT_S)
+                                        for r in replicas.values()], return_exceptions=True)
         self._maintenance.take_statuses(list(replicas), closed)
         await self._maintenance.write_checkpoints(self._upkeep.replica_actors(), ask_replicas=False,
                                                   skip_dirs=self._upkeep.skip_dirs())

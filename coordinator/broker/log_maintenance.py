@@ -20,6 +20,7 @@ from typing import Any, Collection, Mapping
 from rafka.common.config import BrokerConfig, LogConfig
 from rafka.common.types import TopicPartition
 from rafka.coordinator.broker.cleaner_manager import CleanerManager, LogToClean, cleaner_summary
+from rafka.coordinator.broker.control_calls import CONTROL_CALL_TIMEOUT_S
 from rafka.partition_worker.broker_checkpoints import BrokerCheckpoints, PartitionCheckpoint
 from rafka.partition_worker.messages import ReplicaStatus
 
@@ -86,7 +87,8 @@ class LogMaintenance:
         for another takes its values when its turn comes). Returns the dirs whose write failed, with why."""
         if ask_replicas:
             tps = list(replicas)
-            statuses = await asyncio.gather(*[replicas[tp].status.remote() for tp in tps], return_exceptions=True)
+            statuses = await asyncio.gather(*[asyncio.wait_for(replicas[tp].status.remote(), CONTROL_CALL_TIMEOUT_S)
+                                              for tp in tps], return_exceptions=True)
             self.take_statuses(tps, statuses)
         async with self._writing:
             for tp, offset in self._cleaner_checkpoints.items():
@@ -107,13 +109,15 @@ class LogMaintenance:
         buffer_bytes = self._config.log_cleaner_dedupe_buffer_size // threads
         tps = [tp for tp, cfg in self._log_configs.items()
                if cfg.compact and tp in replicas and self._cleaner.eligible(tp)]
-        infos = await asyncio.gather(*[replicas[tp].cleanable.remote(self._cleaner_checkpoints.get(tp))
-                                       for tp in tps], return_exceptions=True)
+        infos = await asyncio.gather(*[asyncio.wait_for(replicas[tp].cleanable.remote(self._cleaner_checkpoints.get(tp)),
+                                                        CONTROL_CALL_TIMEOUT_S) for tp in tps], return_exceptions=True)
         candidates = [LogToClean(tp, info, self._log_configs[tp].min_cleanable_dirty_ratio)
                       for tp, info in zip(tps, infos) if not isinstance(info, BaseException)]
         chosen = self._cleaner.choose(candidates, threads, self._cleaner_checkpoints)
         if not chosen:
             return 0
+        # A cleaning itself is not bounded (Kafka's is not either: a large log takes what it takes);
+        # it holds only the cleaner's next round.
         results = await asyncio.gather(*[replicas[c.tp].clean.remote(buffer_bytes, c.info.first_dirty_offset)
                                          for c in chosen], return_exceptions=True)
         for thread_id, (c, result) in enumerate(zip(chosen, results)):

@@ -38,6 +38,7 @@ from rafka.actors.ray_env import pin_to_node
 from rafka.common.config import LogConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.types import TopicPartition
+from rafka.coordinator.broker.control_calls import CONTROL_CALL_TIMEOUT_S
 from rafka.coordinator.broker.dormant_logs import open_dormant_log, with_leader_epoch
 from rafka.coordinator.broker.idle_cpu import IdleCpu
 from rafka.coordinator.broker.spare_demand import SpareDemand
@@ -57,6 +58,7 @@ SPARE_SLACK = 2   # released processes are kept as spares up to this many times 
 SPARE_STARTS_AT_ONCE = 2
 # How often a broker short of spares looks whether the machine has a core to spare for one.
 IDLE_CHECK_S = 0.5
+SPARE_START_TIMEOUT_S = 120.0   # a new process on a loaded machine
 # ... and how long a spare waits for one at most while starts keep finding the pool empty: a
 # machine that stays busy creating topic after topic (a client suite) still gets its pool
 # back, so its next new partitions open at once. A busy machine whose starts find spares (a
@@ -258,7 +260,7 @@ class RayReplicaLauncher:
         async with self._spare_starts:
             actor = self._new_process()
             try:
-                await actor.__ray_ready__.remote()
+                await asyncio.wait_for(actor.__ray_ready__.remote(), SPARE_START_TIMEOUT_S)
             except Exception as e:  # noqa: BLE001 - the node is short of something: starts make their own
                 log.warning("could not start a spare replica process: %r", e)
                 ray.kill(actor)
@@ -283,7 +285,8 @@ class RayReplicaLauncher:
 
     async def spare_pids(self) -> list[int]:
         """The process ids of the spare replica processes."""
-        return list(await asyncio.gather(*[a.pid.remote() for a in self._spares]))
+        return list(await asyncio.wait_for(asyncio.gather(*[a.pid.remote() for a in self._spares]),
+                                           CONTROL_CALL_TIMEOUT_S))
 
     def release(self, replica: LaunchedReplica, wanted: bool = False) -> None:
         """A replica closed cleanly (it went dormant, or its topic was deleted): its process goes
@@ -371,7 +374,7 @@ class RayReplicaLauncher:
         return await replica.actor.become.remote(order)
 
     async def update_config(self, replica: LaunchedReplica, config: LogConfig) -> None:
-        await replica.actor.update_config.remote(config)
+        await asyncio.wait_for(replica.actor.update_config.remote(config), CONTROL_CALL_TIMEOUT_S)
 
     async def idle_for_ms(self, replica: LaunchedReplica) -> float:
         """How long the replica has been idle (quiet: nothing under way, no append in the retry horizon)."""
@@ -379,7 +382,7 @@ class RayReplicaLauncher:
 
     async def mark_log_dir_offline(self, replica: LaunchedReplica, reason: str) -> None:
         """Tell the replica its log dir failed: it takes no more writes."""
-        await replica.actor.mark_log_dir_offline.remote(reason)
+        await asyncio.wait_for(replica.actor.mark_log_dir_offline.remote(reason), CONTROL_CALL_TIMEOUT_S)
 
     async def close(self, replica: LaunchedReplica) -> Any:
         """Clean close (flush, clean-shutdown marker); returns the replica's last status."""
