@@ -75,7 +75,9 @@ def up_detached(tmp_path: Path) -> tuple[str, str, int, Processes, str]:
     raylet = next(cmdline(p) for p in session if "--session_dir=" in cmdline(p))
     assert "rafka.actors.ray_hooks.minimal_dashboard_agent" in raylet, "the dashboard agent runs without modules"
     assert "lean_worker.py" in raylet and "default_worker.py" not in raylet, "workers start lean"
-    actors = [p for p in session if cmdline(p).split(" ")[0] in ("ray::Frontend", "ray::BrokerCoordinator")]
+    # (an actor's process title names the call it runs, if any: "ray::Frontend.update_metadata")
+    actors = [p for p in session
+              if cmdline(p).split(" ")[0].split(".")[0] in ("ray::Frontend", "ray::BrokerCoordinator")]
     assert len(actors) == 2
     assert not [(cmdline(p), lib) for p in actors for lib in unused_libraries(p)], \
         "a broker's actors load neither pyarrow nor pydantic (lean_imports)"
