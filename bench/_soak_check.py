@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 def per_wave(topics: int, wave_s: float, duration_s: float) -> int:
@@ -38,6 +38,8 @@ class Findings:
     duplicates: int = 0
     gaps: int = 0
     missing: int = 0
+    rereads: int = 0
+    examples: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -48,18 +50,24 @@ class Findings:
         self.duplicates += other.duplicates
         self.gaps += other.gaps
         self.missing += other.missing
+        self.rereads += other.rereads
+        self.examples.extend(other.examples[:max(0, 10 - len(self.examples))])
 
 
 def check_partition(read: list[tuple[int, bytes]], acked: dict[bytes, int | None], log_start: int = 0) -> Findings:
     """One partition's records read back, (offset, value) in any order, against the values the
     producer acknowledged (value -> offset, None: not told)."""
-    counts = Counter(value for _, value in read)
+    stored = dict(read)
+    rereads = len(read) - len(stored)
+    counts = Counter(stored.values())
     duplicates = sum(n - 1 for n in counts.values() if n > 1)
-    offsets = sorted({offset for offset, _ in read})
+    offsets = sorted(stored)
     gaps = (offsets[-1] - log_start + 1 - len(offsets)) if offsets else 0
     at: dict[bytes, set[int]] = {}
-    for offset, value in read:
+    for offset, value in stored.items():
         at.setdefault(value, set()).add(offset)
+    examples = [f"{value!r} at offsets {sorted(at[value])}" for value, n in counts.items() if n > 1][:3]
     missing = sum(1 for value, offset in acked.items()
                   if value not in at or (offset is not None and offset not in at[value]))
-    return Findings(records=len(read), duplicates=duplicates, gaps=gaps, missing=missing)
+    return Findings(records=len(stored), duplicates=duplicates, gaps=gaps, missing=missing, rereads=rereads,
+                    examples=examples)

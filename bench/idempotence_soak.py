@@ -85,6 +85,7 @@ def produce_waves(bootstrap: str, args: argparse.Namespace, deliveries: Deliveri
     end = started + args.minutes * 60
     sequence = 0
     tick_s = 0.1
+    next_tick = started
     while not stop.is_set() and time.monotonic() < end:
         wave = int((time.monotonic() - started) // args.wave_s)
         targets = [(topic_name(t), p) for t in wave_topics(args.topics, wave, count) for p in range(args.partitions)]
@@ -98,7 +99,9 @@ def produce_waves(bootstrap: str, args: argparse.Namespace, deliveries: Deliveri
                 except BufferError:   # the client's queue is full: a wake holds its batches
                     producer.poll(0.1)
             sequence += 1
-        producer.poll(tick_s)   # (pacing: --rate records a second)
+        next_tick += tick_s     # (pacing: --rate records a second; poll returns at each delivery report)
+        while (left := next_tick - time.monotonic()) > 0:
+            producer.poll(left)
     results.sent = sequence
     log(f"sent {sequence} records; flushing...")
     left = producer.flush(args.flush_timeout_s)
@@ -107,8 +110,9 @@ def produce_waves(bootstrap: str, args: argparse.Namespace, deliveries: Deliveri
 
 
 def watch_live(cluster, broker_id: int, results: Results, stop: threading.Event) -> None:
-    """The most live replicas the broker reported, once a second."""
-    while not stop.wait(1.0):
+    """The most live replicas the broker reported, every 5 s (a status reads every process's
+    memory: asked each second, it took a tenth of a core from the broker it measures)."""
+    while not stop.wait(5.0):
         try:
             results.most_live = max(results.most_live, len(cluster.broker_status()[broker_id]["replicas"]))
         except Exception:  # noqa: BLE001 - a slow status call: the next one counts
@@ -180,8 +184,12 @@ def run(args: argparse.Namespace, data_dir: Path) -> Results:
         findings = read_back(bootstrap, args, deliveries)
         results.findings = asdict(findings)
         results.clean = findings.clean and not results.errors and results.acknowledged == results.sent
+        if args.keep_topics:
+            log(f"keeping the topics in {args.data_dir or '(a temporary dir)'} for dump-log")
+            names = []
         try:   # (tidying up: a slow or failed deletion does not lose the findings above)
-            for future in admin.delete_topics(names, request_timeout=300, operation_timeout=300).values():
+            for future in (admin.delete_topics(names, request_timeout=300, operation_timeout=300).values()
+                           if names else ()):
                 future.result(600)
         except Exception as e:  # noqa: BLE001 - the broker is stopped next anyway
             log(f"could not delete the soak's topics: {e!r}")
@@ -205,6 +213,8 @@ def main() -> int:
     parser.add_argument("--flush-timeout-s", type=float, default=600.0)
     parser.add_argument("--read-timeout-s", type=float, default=600.0)
     parser.add_argument("--data-dir", help="the broker's data dir (default: a temporary one)")
+    parser.add_argument("--keep-topics", action="store_true",
+                        help="leave the topics in --data-dir after the run, to read them with `rafka dump-log`")
     parser.add_argument("--output", choices=("text", "json"), default="text")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="rafka-soak-") as tmp:
@@ -217,8 +227,11 @@ def main() -> int:
         print(f"  rests {results.rests}, wakes {results.wakes}, wakes over the cap {results.wakes_over_the_cap},"
               f" most live replicas {results.most_live}")
         print(f"  read back {results.findings.get('records', 0)} records: duplicates {results.findings.get('duplicates')},"
-              f" gaps {results.findings.get('gaps')}, missing {results.findings.get('missing')}"
+              f" gaps {results.findings.get('gaps')}, missing {results.findings.get('missing')},"
+              f" re-reads of one offset {results.findings.get('rereads')}"
               f" -> {'clean' if results.clean else 'NOT CLEAN'}")
+        for example in results.findings.get("examples", []):
+            print(f"    duplicate: {example}")
     return 0 if results.clean else 1
 
 

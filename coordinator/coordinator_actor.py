@@ -101,7 +101,8 @@ class BrokerCoordinator:
         running = lambda: self._reconciler.replicas   # noqa: E731 - the running replicas, as they are now
         self._pool = ProcessPool(config.replica_max_live_processes, config.replica_spare_processes, running,
                                  launcher.idle_for_ms, lambda tp, pid: self._dormancy.rest(tp, pid),
-                                 lambda: self._reconciler.ticking, self._log)
+                                 lambda: self._reconciler.ticking, self._log,
+                                 retry_horizon_ms=config.replica_dormant_retry_horizon_ms)
         launcher.rests_coming, launcher.borrow = self._pool.rests_coming, self._pool.lend_a_process
         self._topic_configs = TopicConfigs(config, lambda: self._zk, self._maintenance, running,
                                            launcher.update_config, self._log)

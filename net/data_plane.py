@@ -192,9 +192,11 @@ class ReplicaChannel:
             if not future.done():
                 future.set_result(if_lost)
 
-    def append(self, records: Any, acks: int, timeout_ms: int = 0) -> Awaitable[ProduceResult]:
+    def append(self, records: Any, acks: int, timeout_ms: int = 0, *,
+               wake_wait_ms: int | None = None) -> Awaitable[ProduceResult]:
         """Queue an append now; await the result (with acks=all, once the followers have it or
-        `timeout_ms` passed). A lost replica answers NOT_LEADER_OR_FOLLOWER."""
+        `timeout_ms` passed). A lost replica answers NOT_LEADER_OR_FOLLOWER. (`wake_wait_ms` is
+        the dormant channel's: this replica runs.)"""
         return self._submit(dc.encode_append([records], acks, timeout_ms),
                             _decode_append, _LOST_APPEND)
 

@@ -207,11 +207,14 @@ class DormantChannel:
                 log.info("%s: a request waited %.1f s for its replica to wake; answered without it", self.tp, bound_s)
                 return
 
-    def append(self, records: Any, acks: int, timeout_ms: int = 0) -> Awaitable[ProduceResult]:
+    def append(self, records: Any, acks: int, timeout_ms: int = 0, *,
+               wake_wait_ms: int | None = None) -> Awaitable[ProduceResult]:
         """A produce once the replica runs; REQUEST_TIMED_OUT, with nothing written, when the
-        wake takes more than half its `timeout_ms` (unbounded for acks=0 or no timeout: no one
-        waits for its answer)."""
-        bound_s = timeout_ms / 2000 if timeout_ms > 0 and acks != 0 else None
+        wake takes more than `wake_wait_ms` (default half its `timeout_ms`, unbounded for acks=0
+        or no timeout: no one waits for its answer)."""
+        if wake_wait_ms is None:
+            wake_wait_ms = timeout_ms // 2 if timeout_ms > 0 and acks != 0 else None
+        bound_s = wake_wait_ms / 1000 if wake_wait_ms is not None else None
         if self._first_write is not None and not self._wake_asked and self.never_written:
             self._first_write(self.tp)
         return self._through_replica(lambda c: c.append(records, acks, timeout_ms),

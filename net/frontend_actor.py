@@ -365,12 +365,22 @@ class Frontend:
         channel = await self._offsets_channel(partition, STARTING_WAIT_MS / 1000)
         if channel is None:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
-        # Kafka writes group metadata and commits with acks=all, bounded by offsets.commit.timeout.ms.
+        # Kafka writes group metadata and commits with acks=all, bounded by offsets.commit.timeout.ms;
+        # a resting replica's wake may take that long too (a failed group metadata write makes
+        # the group rebalance again, so it is not given up on at half, as a client's produce is).
+        timeout_ms = self._group_settings.commit_timeout_ms
         try:
-            return (await channel.append(batch, -1, self._group_settings.commit_timeout_ms)).error
+            return (await channel.append(batch, -1, timeout_ms, wake_wait_ms=timeout_ms)).error
         except Exception as e:  # noqa: BLE001 - the replica is gone: this broker cannot write there now
             self._log.warning("appending to %s-%d failed: %r", OFFSETS_TOPIC, partition, e)
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+    def warm(self, partition: int) -> None:
+        """A group of this offsets partition is about to write (a member looks for its
+        coordinator or joins): wake its replica now if it rests, so the write finds it running."""
+        channel = self.channel(TopicPartition(OFFSETS_TOPIC, partition))
+        if isinstance(channel, DormantChannel):
+            channel.wake_now()
 
     async def read(self, partition: int) -> AsyncIterator[bytes]:
         # The group coordinator's load: it waits for a starting replica however long it takes

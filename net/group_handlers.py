@@ -102,6 +102,8 @@ class GroupApis:
             # again, as they would while the partition had no leader, instead of sending commits
             # that librdkafka does not retry while the group loads.
             return missing
+        if broker.broker_id == services.broker_id:
+            services.groups.warm(key)   # (its first writes come next: a resting replica wakes now)
         return ErrorCode.NONE, broker.broker_id, broker.host, broker.port
 
     # -- membership ----------------------------------------------------------------------

@@ -9,7 +9,9 @@ was lost on its way to the producer, and the producer's retry, sent up to its
 defaults), found the partition resting or waking (issue 56). So a replica that appended within
 `replica.dormant.retry.horizon.ms` reports itself as not idle at all: neither the dormancy
 timer nor a room-making round picks it, and a wake that waits for room goes over the cap
-instead, as it does when every replica is busy.
+instead, as it does when every replica is busy. It says how long until it may rest (a
+negative idle time), so that a wake goes over at once when no live replica can come to rest
+within its wait, rather than hold its writes for nothing.
 
 Pure: times are the caller's monotonic seconds. Not safe for concurrent use (the replica's
 event loop owns it).
@@ -24,10 +26,16 @@ class RestReadiness:
     """The last write (anything that changed the log or the role) and the last append (a
     produce, even one answered as a duplicate, or a follower's copy) of one replica."""
 
-    def __init__(self, now_s: float, retry_horizon_ms: int = DEFAULT_RETRY_HORIZON_MS) -> None:
+    def __init__(self, now_s: float, retry_horizon_ms: int = DEFAULT_RETRY_HORIZON_MS, *,
+                 held_from_open: bool = False) -> None:
+        """`held_from_open`: the horizon runs from the open as from an append. A replica opens
+        because a write came (a wake, a new partition's first write): a write that waited for
+        the wake longer than its request's time was withdrawn and answered REQUEST_TIMED_OUT,
+        and its producer retries within the horizon; resting the replica first would send that
+        retry to another wake, and under load round again (issue 56)."""
         self.retry_horizon_ms = retry_horizon_ms
         self._last_write_s = now_s
-        self._last_append_s = float("-inf")   # none in this process yet
+        self._last_append_s = now_s if held_from_open else float("-inf")
 
     def wrote(self, now_s: float) -> None:
         """The log or the role changed: the idle time starts again."""
@@ -42,8 +50,10 @@ class RestReadiness:
         return (now_s - self._last_append_s) * 1000 < self.retry_horizon_ms
 
     def idle_for_ms(self, now_s: float, quiet: bool) -> float:
-        """Milliseconds since the last write; 0 (busy) while the replica is not `quiet` or an
-        append is inside the retry horizon."""
-        if not quiet or self.within_retry_horizon(now_s):
+        """Milliseconds since the last write; 0 (busy) while the replica is not `quiet`; while an
+        append is inside the retry horizon, minus the milliseconds until it leaves it."""
+        if self.within_retry_horizon(now_s):
+            return -(self._last_append_s * 1000 + self.retry_horizon_ms - now_s * 1000)
+        if not quiet:
             return 0.0
         return (now_s - self._last_write_s) * 1000

@@ -82,7 +82,8 @@ class ServedPartition:
         known_hw = checkpoint.high_watermark if checkpoint is not None and checkpoint.high_watermark else 0
         self.state = ReplicaState(broker_id=broker_id, high_watermark=min(known_hw, self.log.log_end_offset))
         # for dormancy (`replica.dormant.after.ms`, `replica.dormant.retry.horizon.ms`)
-        self._readiness = RestReadiness(time.monotonic(), config.replica_dormant_retry_horizon_ms)
+        self._readiness = RestReadiness(time.monotonic(), config.replica_dormant_retry_horizon_ms,
+                                        held_from_open=True)
         self.data_server = DataServer(self, socket_path)
         self.purgatory = Purgatory(self.closed, self.data_server.parked)
         self.broker = BrokerLink(self, coordinator)
@@ -385,9 +386,10 @@ class ServedPartition:
         return state.leader >= 0 and state.high_watermark == end
 
     def idle_for_ms(self) -> float:
-        """Milliseconds since the last write, or 0 while the replica is not quiet or appended
-        within replica.dormant.retry.horizon.ms (`rest_horizon.py`): neither the dormancy timer
-        nor a round making room under replica.max.live.processes rests it then."""
+        """Milliseconds since the last write; 0 while the replica is not quiet; negative (minus the
+        milliseconds left) while it appended within replica.dormant.retry.horizon.ms
+        (`rest_horizon.py`): neither the dormancy timer nor a round making room under
+        replica.max.live.processes rests it then."""
         return self._readiness.idle_for_ms(time.monotonic(), self.quiet())
 
 

@@ -89,6 +89,10 @@ class OffsetsStorage(Protocol):
     async def append(self, partition: int, batch: bytes) -> ErrorCode:
         """Append one record batch with acks=all; the error of the write."""
 
+    def warm(self, partition: int) -> None:
+        """A group of the partition is about to write: have its replica running (rafka rests
+        idle replicas; Kafka's are always open), without waiting."""
+
     def read(self, partition: int) -> AsyncIterator[bytes]:
         """The partition's record batches from its log start to its log end, not its high
         watermark (Kafka's GroupMetadataManager loads with FetchIsolation.LOG_END): a new leader's
@@ -153,7 +157,13 @@ class GroupCoordinator:
         return self.offsets_partitions.check(group_id)
 
     # -- membership ----------------------------------------------------------------
+    def warm(self, group_id: str) -> None:
+        """A member of `group_id` looks for its coordinator or joins: the group will write its
+        metadata (and offsets) soon, so its offsets partition's replica is woken now if it rests."""
+        self._storage.warm(self.partition_for(group_id))
+
     async def join(self, request: JoinRequest) -> JoinResponse:
+        self.warm(request.group_id)
         code = self.check(request.group_id)
         if code is not ErrorCode.NONE:
             return JoinResponse(code, member_id=request.member_id)

@@ -196,7 +196,8 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("replica.max.live.processes", int, 128,
               "rafka: replica processes a broker runs at most for wakes of dormant replicas; at the cap, "
               "the replicas idle longest are put to rest early to make room (a wake goes ahead over it "
-              "when none came to rest for 10 s, or after 20 s in all). -1: no cap.", minimum=-1),
+              "at once when every live replica is inside replica.dormant.retry.horizon.ms, when none "
+              "came to rest for 10 s, or after 20 s in all). -1: no cap.", minimum=-1),
     ConfigKey("replica.dormant.after.ms", int, 300_000,
               "rafka: how long a replica with no writes (no produce, no follower catching up, no "
               "DeleteRecords or cleaning) keeps its process; then it closes cleanly and its broker serves "

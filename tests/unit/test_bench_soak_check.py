@@ -54,3 +54,14 @@ def test_the_waves_go_round_every_topic_in_the_run():
     assert wave_topics(12, 5, 5) == [1, 2, 3, 4, 5]        # round the topics
     assert wave_topics(3, 0, 5) == [0, 1, 2]               # never more than there are
     assert per_wave(topics=12, wave_s=15, duration_s=10) == 12   # a run shorter than a wave: all at once
+
+
+def test_one_offset_read_twice_is_a_reread_not_a_stored_duplicate():
+    found = check_partition([(0, b"a"), (1, b"b"), (1, b"b"), (2, b"c")], ACKED)
+    assert (found.duplicates, found.rereads, found.records) == (0, 1, 3)
+    assert found.clean
+
+
+def test_a_duplicate_is_shown_with_its_offsets():
+    found = check_partition([(0, b"a"), (1, b"b"), (2, b"b")], {b"a": 0, b"b": 1})
+    assert found.examples == ["b'b' at offsets [1, 2]"]

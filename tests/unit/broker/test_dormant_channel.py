@@ -292,6 +292,22 @@ def test_a_produce_waits_for_the_wake_within_half_its_timeout_then_is_withdrawn(
     asyncio.run(main())
 
 
+def test_the_group_coordinators_own_write_waits_for_the_wake_as_long_as_it_says(tmp_path):
+    """Group metadata and commits (acks=all, offsets.commit.timeout.ms) wait the whole timeout
+    for a wake, not half: a failed group metadata write makes the group rebalance again."""
+    async def main():
+        channel = DormantChannel(TP, closed_log(tmp_path), lambda tp: None)
+        halved = channel.append(b"client", -1, timeout_ms=200)                     # gives up at 100 ms
+        whole = channel.append(b"group", -1, timeout_ms=200, wake_wait_ms=200)   # ...at 200 ms
+        await asyncio.sleep(0.15)
+        assert halved.done() and (await halved).error is ErrorCode.REQUEST_TIMED_OUT
+        assert not whole.done()
+        live = LiveChannel()
+        channel.woke(live)
+        assert (await whole).error is ErrorCode.NONE and live.calls == [("append", b"group")]
+    asyncio.run(main())
+
+
 def waiting_produce(tmp_path):
     """A dormant channel whose wake was asked for by a produce still waiting: (channel, wakes, answer)."""
     woken = []

@@ -28,6 +28,10 @@ class MemoryOffsets:
         self.batches: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
         self.fail_with: ErrorCode | None = None
         self.gate: asyncio.Event | None = None
+        self.warmed: list[int] = []
+
+    def warm(self, partition: int) -> None:
+        self.warmed.append(partition)
 
     async def append(self, partition: int, batch: bytes) -> ErrorCode:
         if self.fail_with is not None:
@@ -67,6 +71,18 @@ def test_groups_of_partitions_not_led_here_get_not_coordinator():
         assert coordinator.check(GROUP) is ErrorCode.NOT_COORDINATOR
         assert (await coordinator.join(join())).error is ErrorCode.NOT_COORDINATOR
         assert coordinator.check("") is ErrorCode.INVALID_GROUP_ID
+    run(go())
+
+
+def test_a_join_wakes_the_groups_offsets_partition_before_its_first_write():
+    """rafka rests idle replicas: a member's join warms the group's offsets partition, so the
+    group metadata written when the rebalance completes finds the replica running."""
+    async def go():
+        storage = MemoryOffsets()
+        coordinator = await loaded(storage)
+        await coordinator.join(join())
+        assert storage.warmed[0] == coordinator.partition_for(GROUP)
+        await coordinator.stop()
     run(go())
 
 

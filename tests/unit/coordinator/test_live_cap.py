@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import asyncio
 
-from rafka.coordinator.broker.live_cap import LiveReplicaCap
+from rafka.coordinator.broker.live_cap import LiveReplicaCap, Relief
 
 
 class Broker:
-    """Live replicas by name with how long each has been idle (0: busy); resting takes `rest_s`."""
+    """Live replicas by name with how long each has been idle (0: busy; negative: inside its retry
+    horizon for that many more ms); resting takes `rest_s`; a replica may rest within `soon_ms`."""
 
-    def __init__(self, idle: dict[str, float], rest_s: float = 0.01) -> None:
+    def __init__(self, idle: dict[str, float], rest_s: float = 0.01, soon_ms: float = 10_000) -> None:
         self.idle = dict(idle)
         self.rest_s = rest_s
+        self.soon_ms = soon_ms
         self.rested: list[str] = []
         self.rounds: list[int] = []
         self.cap: LiveReplicaCap | None = None
@@ -20,14 +22,14 @@ class Broker:
     def live(self) -> int:
         return len(self.idle)
 
-    async def make_room(self, count: int) -> int:
+    async def make_room(self, count: int) -> Relief:
         self.rounds.append(count)
         chosen = sorted((n for n, ms in self.idle.items() if ms > 0), key=lambda n: -self.idle[n])[:count]
         await asyncio.sleep(self.rest_s)
         for name in chosen:
             del self.idle[name]
             self.rested.append(name)
-        return len(chosen)
+        return Relief(len(chosen), any(-ms < self.soon_ms for ms in self.idle.values()))
 
     async def wake(self, name: str, log: list[str]) -> None:
         async with self.cap.turn():
@@ -132,7 +134,7 @@ def test_a_failing_round_is_retried_and_waiters_still_get_their_turn():
         broker = Broker({"idle": 500.0})
         calls = 0
 
-        async def flaky(count: int) -> int:
+        async def flaky(count: int) -> Relief:
             nonlocal calls
             calls += 1
             if calls == 1:
@@ -181,3 +183,41 @@ def test_rounds_that_free_nothing_back_off():
     broker = asyncio.run(scenario())
     assert broker.cap.over_cap == 1
     assert 2 <= len(broker.rounds) <= 9, broker.rounds   # 2 s at a steady 0.05: about 40
+
+
+def test_when_no_replica_can_rest_within_the_wait_a_wake_goes_over_at_once():
+    """Every live replica appended within its producers' retry horizon (~30 s left): no rest can
+    come within the 10 s a wake would wait, so the first round that finds so sends it over the
+    cap at once (issue 56: waiting only held the writes past the clients' request timeout); a
+    second wake meanwhile goes over without another round."""
+    async def scenario():
+        broker = Broker({"appended-1": -29_000.0, "appended-2": -25_000.0})
+        broker.cap = LiveReplicaCap(2, broker.live, broker.make_room, wait_s=10.0, retry_after_s=0.05)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        woke: list[str] = []
+        await broker.wake("x", woke)
+        first = loop.time() - started
+        await broker.wake("y", woke)
+        return broker, woke, first, loop.time() - started
+    broker, woke, first, both = asyncio.run(scenario())
+    assert woke == ["x", "y"] and broker.cap.over_cap == 2 and broker.rested == []
+    assert first < 1.0 and both < 1.0, (first, both)
+    assert len(broker.rounds) == 1
+
+
+def test_a_replica_leaving_its_horizon_within_the_wait_is_waited_for():
+    """One replica leaves its retry horizon in 0.2 s, within the 2 s wait: the wake waits for it
+    and it is rested, rather than going over the cap."""
+    async def scenario():
+        broker = Broker({"appended": -200.0, "busy": -29_000.0}, soon_ms=2000)
+        broker.cap = LiveReplicaCap(2, broker.live, broker.make_room, wait_s=2.0, retry_after_s=0.05)
+
+        async def leaves_horizon() -> None:
+            await asyncio.sleep(0.2)
+            broker.idle["appended"] = 300.0
+        woke: list[str] = []
+        await asyncio.gather(broker.wake("x", woke), leaves_horizon())
+        return broker, woke
+    broker, woke = asyncio.run(scenario())
+    assert woke == ["x"] and broker.rested == ["appended"] and broker.cap.over_cap == 0

@@ -10,7 +10,7 @@ from typing import Any
 
 from rafka.common.types import TopicPartition
 from rafka.coordinator.broker.process_pool import (MIN_IDLE_TO_LEND_MS, MIN_IDLE_TO_MAKE_ROOM_MS, ProcessPool,
-                                                   idlest, open_long_enough)
+                                                   idlest, open_long_enough, room_may_come)
 
 log = logging.getLogger("test.process_pool")
 A, B, C, D = (TopicPartition("t", p) for p in range(4))
@@ -59,8 +59,28 @@ def test_no_lending_when_no_replica_is_idle_long_enough_or_during_a_tick() -> No
 
 def test_making_room_rests_up_to_the_count_asked_idlest_first() -> None:
     pool, rested = _pool({A: MIN_IDLE_TO_MAKE_ROOM_MS + 1, B: 50_000, C: 1_000, D: 0})
-    assert asyncio.run(pool.make_room(2)) == 2
+    relief = asyncio.run(pool.make_room(2))
+    assert relief.rested == 2 and relief.room_may_come
     assert [tp for tp, _ in rested] == [B, C]
+
+
+def test_room_may_come_from_a_busy_replica_or_one_leaving_its_horizon_within_the_wait() -> None:
+    assert room_may_come({A: 0.0}, 0, 30_100, 10_000)                 # busy: quiet again soon
+    assert room_may_come({A: -29_000.0, B: -9_000.0}, 0, 30_100, 10_000)   # B leaves its horizon in 9 s
+    assert not room_may_come({A: -29_000.0, B: -12_000.0}, 0, 30_100, 10_000)
+    assert not room_may_come({A: TimeoutError(), B: None}, 0, 30_100, 10_000)   # no answer: not counted on
+
+
+def test_replicas_just_woken_count_only_when_the_horizon_is_shorter_than_the_wait() -> None:
+    assert not room_may_come({A: -29_000.0}, 3, 30_100, 10_000)   # woken for writes: 30 s in the horizon
+    assert room_may_come({A: -29_000.0}, 3, 0, 10_000)            # no horizon: quiet again soon
+    assert not room_may_come({}, 0, 0, 10_000)
+
+
+def test_making_room_with_every_replica_inside_its_horizon_says_none_may_come() -> None:
+    pool, rested = _pool({A: -20_000.0, B: -25_000.0})
+    relief = asyncio.run(pool.make_room(1))
+    assert (relief.rested, relief.room_may_come, rested) == (0, False, [])
 
 
 def test_rests_are_coming_near_the_cap() -> None:

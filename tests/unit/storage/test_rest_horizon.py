@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from rafka.common.config import BrokerConfig
-from rafka.coordinator.broker.live_cap import LiveReplicaCap
+from rafka.coordinator.broker.live_cap import LiveReplicaCap, Relief
 from rafka.partition_worker.rest_horizon import DEFAULT_RETRY_HORIZON_MS, RestReadiness
 
 MIN_IDLE_TO_MAKE_ROOM_MS = 250   # what the broker asks of a replica it rests to make room
@@ -33,7 +33,8 @@ def test_an_append_keeps_a_quiet_replica_busy_for_the_whole_retry_horizon():
     r.appended(10.0)
     for later_s in (0.25, 1.0, 5.0, 30.0, 30.099):
         assert r.within_retry_horizon(10.0 + later_s)
-        assert r.idle_for_ms(10.0 + later_s, quiet=True) == 0.0, later_s
+        for quiet in (True, False):   # minus the time left in the horizon, quiet or not
+            assert r.idle_for_ms(10.0 + later_s, quiet=quiet) == pytest.approx(-(30_100 - later_s * 1000)), later_s
     assert not r.within_retry_horizon(40.1)
     assert r.idle_for_ms(40.1, quiet=True) == 30_100.0   # then idle since the append, as before
     assert r.idle_for_ms(40.1, quiet=False) == 0.0
@@ -45,7 +46,7 @@ def test_a_write_after_the_horizon_restarts_only_the_idle_time():
     r.wrote(5.0)          # a role change, say: not an append
     assert r.idle_for_ms(5.5, quiet=True) == 500.0
     r.appended(6.0)
-    assert r.idle_for_ms(6.9, quiet=True) == 0.0
+    assert r.idle_for_ms(6.9, quiet=True) == pytest.approx(-100.0)
 
 
 def test_a_zero_horizon_is_the_old_rule():
@@ -65,13 +66,13 @@ def test_at_the_cap_a_replica_that_just_appended_is_not_rested_and_the_wake_goes
     quiet = {"appended": True, "busy": False}
     rested: list[str] = []
 
-    async def make_room(count: int) -> int:
+    async def make_room(count: int) -> Relief:
         chosen = [name for name, r in replicas.items()
                   if r.idle_for_ms(clock["now"], quiet[name]) >= MIN_IDLE_TO_MAKE_ROOM_MS][:count]
         for name in chosen:
             del replicas[name]
             rested.append(name)
-        return len(chosen)
+        return Relief(len(chosen))
 
     async def wake(cap: LiveReplicaCap, name: str) -> None:
         async with cap.turn():
@@ -90,3 +91,11 @@ def test_at_the_cap_a_replica_that_just_appended_is_not_rested_and_the_wake_goes
     cap = asyncio.run(scenario())
     assert rested == ["appended"] and cap.over_cap == 2
     assert set(replicas) == {"busy", "x", "y"}
+
+
+def test_a_replica_opened_for_a_write_is_held_for_the_horizon_from_its_open():
+    """A write that waited for the wake past its request's time was withdrawn; its producer
+    retries within the horizon, so the replica woken for it is not rested before."""
+    r = RestReadiness(now_s=50.0, retry_horizon_ms=1000, held_from_open=True)
+    assert r.within_retry_horizon(50.9) and r.idle_for_ms(50.9, quiet=True) == pytest.approx(-100.0)
+    assert r.idle_for_ms(51.5, quiet=True) == pytest.approx(1500.0)
