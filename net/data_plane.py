@@ -40,6 +40,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable
 
+from rafka.actors.sent_handle import actor_of
 from rafka.common.errors import ErrorCode
 from rafka.common.frames import FramedProtocol
 from rafka.partition_worker import data_channel as dc
@@ -84,7 +85,7 @@ class ReplicaChannel:
     """
 
     def __init__(self, actor: Any, socket_path: str) -> None:
-        self.actor = actor
+        self._actor = actor   # a `SentHandle` (unpickled at first use), or a handle
         self.socket_path = socket_path
         self._ids = itertools.count(1)
         # request id -> (its answer, how to decode it, the answer if the connection is lost first)
@@ -359,6 +360,11 @@ class ReplicaChannel:
         self._open_window(next_offset, replace(window, position=window.position + length))
         return FetchResult(ErrorCode.NONE, window.high_watermark, window.high_watermark, log_start_offset,
                            (region,), next_offset, window.end)
+
+    @property
+    def actor(self) -> Any:
+        """The replica's actor handle, for the rare calls that are not on the data socket."""
+        return actor_of(self._actor)
 
     def forget_windows(self) -> None:
         """Drop every window: the partition's log start or role may have changed meanwhile."""

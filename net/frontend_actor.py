@@ -14,6 +14,7 @@ from typing import Any, AsyncIterator
 
 from rafka.actors.ray_hooks.untraced import drop_tracing_wrappers
 from rafka.common.collector import freeze_startup_objects, watch_long_collections
+from rafka.common.loop_watchdog import LoopWatchdog
 from rafka.common.errors import ErrorCode, KafkaError
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
@@ -95,9 +96,13 @@ class Frontend:
         self._log.info("serving Kafka clients on port %d", port)
         freeze_startup_objects()
         watch_long_collections(self._log)
+        self._watchdog = LoopWatchdog(self._log)   # (a held loop answers no client: say where)
+        self._watchdog.start(asyncio.get_running_loop())
         return port
 
     async def stop(self) -> None:
+        if getattr(self, "_watchdog", None) is not None:
+            self._watchdog.stop()
         self._fetchers.stop()
         await self._server.stop()
         await self.groups.stop()
@@ -375,12 +380,15 @@ class Frontend:
             self._log.warning("appending to %s-%d failed: %r", OFFSETS_TOPIC, partition, e)
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
 
-    def warm(self, partition: int) -> None:
+    def warm(self, partition: int) -> bool:
         """A group of this offsets partition is about to write (a member looks for its
-        coordinator or joins): wake its replica now if it rests, so the write finds it running."""
+        coordinator or joins): wake its replica now if it rests, so the write finds it running.
+        False while it rests (or wakes)."""
         channel = self.channel(TopicPartition(OFFSETS_TOPIC, partition))
         if isinstance(channel, DormantChannel):
             channel.wake_now()
+            return False
+        return True
 
     async def read(self, partition: int) -> AsyncIterator[bytes]:
         # The group coordinator's load: it waits for a starting replica however long it takes

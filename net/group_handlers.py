@@ -102,8 +102,12 @@ class GroupApis:
             # again, as they would while the partition had no leader, instead of sending commits
             # that librdkafka does not retry while the group loads.
             return missing
-        if broker.broker_id == services.broker_id:
-            services.groups.warm(key)   # (its first writes come next: a resting replica wakes now)
+        if broker.broker_id == services.broker_id and not services.groups.warm(key):
+            # Led here by a resting replica (a new offsets topic's partitions rest until written):
+            # it wakes now, and clients ask again, so that the group's first writes (its metadata
+            # at the end of the first rebalance) find it running instead of waiting for the wake
+            # and failing, which would send the group round another rebalance.
+            return missing
         return ErrorCode.NONE, broker.broker_id, broker.host, broker.port
 
     # -- membership ----------------------------------------------------------------------

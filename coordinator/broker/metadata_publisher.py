@@ -98,6 +98,13 @@ class FrontEnd(Protocol):
     async def update_leaders(self, leaders: dict, dormant_leaders: dict) -> None: ...
 
 
+def as_sent(replicas: dict[TopicPartition, Any]) -> dict[TopicPartition, tuple[Any, str]]:
+    """Running replicas as the front end is told of them: (handle, data socket), each handle as
+    pickled once at the replica's start (`SentHandle`: the front end unpickles only those it
+    has no channel to yet)."""
+    return {tp: (r.sent, r.socket) for tp, r in replicas.items()}
+
+
 def _only(table: dict[TopicPartition, Any], partitions: frozenset[TopicPartition]) -> dict[TopicPartition, Any]:
     return {tp: table[tp] for tp in partitions if tp in table}
 
@@ -162,8 +169,7 @@ class MetadataPublisher:
         """Hand the front end this broker's running and dormant leaders at once, before metadata
         that shows their leadership is published (a LeaderAndIsr that changed no metadata)."""
         local = self._local()
-        await self._frontend.update_leaders({tp: (r.actor, r.socket) for tp, r in local.leaders.items()},
-                                            local.dormant_leaders)
+        await self._frontend.update_leaders(as_sent(local.leaders), local.dormant_leaders)
 
     # -- the runner ----------------------------------------------------------------------
     async def _run(self) -> None:
@@ -191,8 +197,7 @@ class MetadataPublisher:
     async def _publish_once(self, version: int) -> None:
         metadata, local = self.newest, self._local()
         publication = next_publication(self._last, version, metadata, local, self._led_here(metadata))
-        leaders = {tp: (r.actor, r.socket) for tp, r in local.leaders.items()}
-        followers = {tp: (r.actor, r.socket) for tp, r in local.followers.items()}
+        leaders, followers = as_sent(local.leaders), as_sent(local.followers)
         if publication.whole:
             await self._frontend.update_metadata(with_offline_replicas(metadata, self._id, set(local.offline)),
                                                  leaders, followers, publication.snapshot.starting,

@@ -35,6 +35,7 @@ import ray
 
 from rafka.actors.naming import replica_name
 from rafka.actors.ray_env import pin_to_node
+from rafka.actors.sent_handle import SentHandle
 from rafka.common.config import LogConfig
 from rafka.common.errors import ErrorCode
 from rafka.common.types import TopicPartition
@@ -78,13 +79,15 @@ def _log_lending_failure(lending: asyncio.Future) -> None:
 @dataclass(frozen=True)
 class LaunchedReplica:
     """A running replica: its actor handle, data socket, log dir and process id, and when its
-    log was open (time.monotonic(); it has been idle at most since then)."""
+    log was open (time.monotonic(); it has been idle at most since then). `sent`: the handle as
+    the front end is told of it (`SentHandle`, pickled once)."""
 
     actor: Any
     socket: str
     log_dir: str
     pid: int
     opened_at: float = field(default_factory=time.monotonic, compare=False)
+    sent: Any = field(default=None, compare=False)
 
 
 class RayReplicaLauncher:
@@ -143,7 +146,7 @@ class RayReplicaLauncher:
         except BaseException:
             ray.kill(actor)
             raise
-        return LaunchedReplica(actor, answer["socket"], log_dir, answer["pid"])
+        return LaunchedReplica(actor, answer["socket"], log_dir, answer["pid"], sent=SentHandle.of(actor))
 
     async def _process_without_spare(self) -> Any:
         """A process for a start that found no spare ready, whichever comes first: a spare

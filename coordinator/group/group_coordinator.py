@@ -89,9 +89,9 @@ class OffsetsStorage(Protocol):
     async def append(self, partition: int, batch: bytes) -> ErrorCode:
         """Append one record batch with acks=all; the error of the write."""
 
-    def warm(self, partition: int) -> None:
+    def warm(self, partition: int) -> bool:
         """A group of the partition is about to write: have its replica running (rafka rests
-        idle replicas; Kafka's are always open), without waiting."""
+        idle replicas; Kafka's are always open), without waiting. False while it rests (or wakes)."""
 
     def read(self, partition: int) -> AsyncIterator[bytes]:
         """The partition's record batches from its log start to its log end, not its high
@@ -122,6 +122,7 @@ class GroupCoordinator:
         self._next_token = 0
         self._timer_wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
+        self._ticks_writing: set[asyncio.Future] = set()   # timer ticks whose outcome is being written
         self.offsets_partitions = OffsetsPartitions(settings, storage, self.state, self.offsets, clock_ms=clock_ms,
                                                     complete=self._complete, loads_ended=self._timer_wake,
                                                     log=self._log)
@@ -136,7 +137,7 @@ class GroupCoordinator:
                            asyncio.ensure_future(self._offset_requests.expiry_loop())]
 
     async def stop(self) -> None:
-        for task in [*self._tasks, *self.offsets_partitions.loading_tasks()]:
+        for task in [*self._tasks, *self._ticks_writing, *self.offsets_partitions.loading_tasks()]:
             task.cancel()
         self._tasks = []
         for future in self._pending.values():
@@ -157,10 +158,11 @@ class GroupCoordinator:
         return self.offsets_partitions.check(group_id)
 
     # -- membership ----------------------------------------------------------------
-    def warm(self, group_id: str) -> None:
+    def warm(self, group_id: str) -> bool:
         """A member of `group_id` looks for its coordinator or joins: the group will write its
-        metadata (and offsets) soon, so its offsets partition's replica is woken now if it rests."""
-        self._storage.warm(self.partition_for(group_id))
+        metadata (and offsets) soon, so its offsets partition's replica is woken now if it rests.
+        False while that replica rests (or wakes)."""
+        return self._storage.warm(self.partition_for(group_id))
 
     async def join(self, request: JoinRequest) -> JoinResponse:
         self.warm(request.group_id)
@@ -276,6 +278,9 @@ class GroupCoordinator:
             future.set_result(response)
 
     async def _timer_loop(self) -> None:
+        """Expire what is due (the state changes at once), then write and answer it in a task of
+        its own: a tick's write to a slow or waking offsets partition must not hold the next
+        ticks, whose joins would otherwise complete after their members' clients gave up."""
         while True:
             deadline = self.state.next_deadline_ms()
             timeout = None if deadline is None else max(0.001, (deadline - self._clock_ms()) / 1000)
@@ -285,9 +290,21 @@ class GroupCoordinator:
                 pass
             self._timer_wake.clear()
             try:
-                await self._apply(self.state.tick(self._clock_ms()), wake_timers=False)
+                outcome = self.state.tick(self._clock_ms())
             except Exception:  # noqa: BLE001 - one bad tick must not stop the timers
                 self._log.exception("group timer tick failed")
+                continue
+            if outcome.persist:
+                task = asyncio.ensure_future(self._apply(outcome, wake_timers=False))
+                self._ticks_writing.add(task)
+                task.add_done_callback(self._tick_written)
+            else:
+                self._complete(outcome)
+
+    def _tick_written(self, task: asyncio.Future) -> None:
+        self._ticks_writing.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._log.error("writing a group timer tick's outcome failed", exc_info=task.exception())
 
 
     # -- offsets (OffsetRequests) ------------------------------------------------------

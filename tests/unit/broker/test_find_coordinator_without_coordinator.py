@@ -68,3 +68,33 @@ def test_find_coordinator_waits_out_an_offsets_partition_whose_replica_still_sta
     starting, started = asyncio.run(scenario())
     assert (starting["error_code"], starting["node_id"]) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
     assert (started["error_code"], started["node_id"]) == (ErrorCode.NONE, 0)
+
+
+def test_find_coordinator_wakes_a_resting_offsets_partition_and_waits_it_out() -> None:
+    """rafka rests idle replicas, and a new offsets topic's partitions rest until written: a
+    lookup of a group whose offsets partition rests here wakes it and answers
+    COORDINATOR_NOT_AVAILABLE (clients ask again), so that the group's first writes find it
+    running rather than fail while it wakes and send the group round another rebalance."""
+    import uuid
+
+    from rafka.common.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
+    from rafka.common.types import TopicPartition
+    from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC
+
+    async def scenario() -> tuple[dict, list]:
+        frontend = Frontend(0, "127.0.0.1", 0, _GoneCoordinator())
+        woken: list = []
+        frontend._wake_replica = woken.append   # (the channels made next ask through it)
+        partitions = {p: PartitionInfo(p, 0, 0, (0,), (0,)) for p in range(frontend.groups.settings.partitions)}
+        metadata = ClusterMetadata("c", 0, 1, {0: BrokerInfo(0, "127.0.0.1", 9092)},
+                                   {OFFSETS_TOPIC: TopicInfo(OFFSETS_TOPIC, uuid.uuid4(), partitions, internal=True)})
+        group_partition = TopicPartition(OFFSETS_TOPIC, frontend.groups.partition_for("g"))
+        frontend.update_metadata(metadata, {}, {}, frozenset(), {group_partition: None})
+        resting = await GroupApis(frontend).find_coordinator(3, {"key": "g", "key_type": 0},
+                                                            RequestContext("test", "/127.0.0.1"))
+        await frontend.groups.stop()
+        return resting, woken
+
+    resting, woken = asyncio.run(scenario())
+    assert (resting["error_code"], resting["node_id"]) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    assert len(woken) == 1 and woken[0].topic == "__consumer_offsets"

@@ -30,8 +30,9 @@ class MemoryOffsets:
         self.gate: asyncio.Event | None = None
         self.warmed: list[int] = []
 
-    def warm(self, partition: int) -> None:
+    def warm(self, partition: int) -> bool:
         self.warmed.append(partition)
+        return True
 
     async def append(self, partition: int, batch: bytes) -> ErrorCode:
         if self.fail_with is not None:
@@ -369,5 +370,43 @@ def test_a_follower_syncing_while_the_leaders_assignment_is_written_gets_it_only
             assert all(a.error is not ErrorCode.NONE for a in answers)
         else:
             assert [(a.error, a.assignment) for a in answers] == [(ErrorCode.NONE, b"L"), (ErrorCode.NONE, b"F")]
+        await coordinator.stop()
+    run(asyncio.wait_for(go(), 30))
+
+
+def test_a_timer_tick_whose_write_hangs_does_not_hold_other_groups_joins():
+    """Group a's member expires and the group's new metadata is written to a slow (say, waking)
+    offsets partition; meanwhile group b's rebalance reaches its rebalance timeout: its join is
+    answered then, not after a's write (franz-go's members gave up on joins held so)."""
+    settings = GroupSettings(partitions=PARTITIONS, group=GroupConfig(initial_rebalance_delay_ms=0,
+                                                                       min_session_timeout_ms=100))
+
+    def joining(group: str, member: str, session_ms: int, rebalance_ms: int) -> JoinRequest:
+        return JoinRequest(group, member, None, session_ms, rebalance_ms, "consumer", (("range", b"m"),), "c", "/h", 5)
+
+    async def member(coordinator: GroupCoordinator, group: str, session_ms: int, rebalance_ms: int) -> str:
+        member_id = (await coordinator.join(joining(group, "", session_ms, rebalance_ms))).member_id
+        joined = await coordinator.join(joining(group, member_id, session_ms, rebalance_ms))
+        synced = await coordinator.sync(SyncRequest(group, joined.generation_id, member_id, None, "consumer",
+                                                    "range", ((member_id, b"x"),)))
+        assert synced.error is ErrorCode.NONE
+        return member_id
+
+    async def go():
+        storage = GatedOffsets()
+        coordinator = GroupCoordinator(1, settings, storage)
+        coordinator.start()
+        coordinator.set_led_partitions(set(range(PARTITIONS)))
+        while coordinator.check("b") is not ErrorCode.NONE or coordinator.check("a") is not ErrorCode.NONE:
+            await asyncio.sleep(0.01)
+        await member(coordinator, "b", 30_000, 400)      # b's first member: it will not rejoin
+        await member(coordinator, "a", 200, 400)         # a's member: it stops heartbeating now
+        storage.write_gate = asyncio.Event()             # writes hang from here on
+        await asyncio.wait_for(storage.writing.wait(), 10)   # a's member expired: its group's write hangs
+        second = (await coordinator.join(joining("b", "", 30_000, 400))).member_id
+        answer = await asyncio.wait_for(coordinator.join(joining("b", second, 30_000, 400)), 5)
+        assert answer.error is ErrorCode.NONE and answer.member_id == second
+        assert not storage.write_gate.is_set()
+        storage.write_gate.set()
         await coordinator.stop()
     run(asyncio.wait_for(go(), 30))

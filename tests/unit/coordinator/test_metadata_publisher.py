@@ -30,7 +30,7 @@ def metadata(leaders: dict[int, int], epoch: int = 1) -> ClusterMetadata:
 
 
 def replica(name: str, pid: int = 100) -> Any:
-    return SimpleNamespace(actor=f"actor-{name}", socket=f"/tmp/{name}.sock", pid=pid)
+    return SimpleNamespace(actor=f"actor-{name}", sent=f"sent-{name}", socket=f"/tmp/{name}.sock", pid=pid)
 
 
 def local(leaders: dict | None = None, followers: dict | None = None, dormant_leaders: dict | None = None,
