@@ -9,6 +9,11 @@ they arrive (the socket keeps their order, and the replica applies them in that 
 reads are answered by request id so a parked read holds nothing up. Fetch answers are
 file regions, never the bytes: the front end sends them to the client with sendfile.
 
+A read_committed consumer's read (KIP-98) stops at the last stable offset and carries the
+aborted transactions among its records: it is never served from a window, a read set aside or
+a follow read (all of them read_uncommitted), and opens none; each goes to the replica.
+A transaction coordinator's markers (`write_txn_marker`) are appends, in order with the rest.
+
 A consumer's next fetch starts where the last answer ended. A replica's answer says where
 the committed whole batches end in the file of its last region, so when a consumer works
 through a backlog (each answer cut off by its size limit), the channel reads on from where
@@ -43,8 +48,8 @@ from typing import Any, Awaitable, Callable
 from rafka.common.errors import ErrorCode
 from rafka.common.frames import FramedProtocol
 from rafka.partition_worker import data_channel as dc
-from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup,
-                                             ProduceResult, Region)
+from rafka.partition_worker.messages import (DeleteRecordsResult, FetchIsolation, FetchResult, FollowerAppendResult,
+                                             OffsetLookup, ProduceResult, Region)
 from rafka.partition_worker.segment_reader import iter_headers
 
 # the answers of requests whose replica connection was lost
@@ -70,6 +75,7 @@ class _Window:
     position: int
     end: int
     high_watermark: int
+    last_stable_offset: int
     log_start_offset: int
     opened_at: float
 
@@ -99,7 +105,7 @@ class ReplicaChannel:
         # Reads the replica parked itself after answering a consumer's read with everything up
         # to the high watermark (`data_channel`'s follow reads), by the offset they read from.
         self._follows: dict[int, PendingRead] = {}
-        self._high_watermark, self._log_start_offset = -1, -1
+        self._high_watermark, self._last_stable_offset, self._log_start_offset = -1, -1, -1
         self._log_start_floor = -1   # the latest log start offset any answer reported: no window serves below it
 
     def _submit(self, parts: list, decode: Callable[[memoryview], Any], if_lost: Any) -> asyncio.Future:
@@ -198,13 +204,21 @@ class ReplicaChannel:
         return self._submit(dc.encode_append([records], acks, timeout_ms),
                             _decode_append, _LOST_APPEND)
 
-    def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> Awaitable[FetchResult]:
-        """Whole batches from `fetch_offset` up to `max_bytes`; with `max_wait_ms`, an empty
-        answer first waits that long for an append. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return self.start_read(fetch_offset, max_bytes, max_wait_ms).answer
+    def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0,
+             read_committed: bool = False) -> Awaitable[FetchResult]:
+        """Whole batches from `fetch_offset` up to `max_bytes`, below the high watermark (with
+        `read_committed`, the last stable offset); with `max_wait_ms`, an empty answer first
+        waits that long for an append. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
+        return self.start_read(fetch_offset, max_bytes, max_wait_ms, read_committed).answer
 
-    def start_read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> "PendingRead":
+    def start_read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0,
+                   read_committed: bool = False) -> "PendingRead":
         """`read`, as a `PendingRead` whose wait can be ended early."""
+        if read_committed:   # (never a window, a read set aside or a follow read: see the module docstring)
+            request_id, future = self._submit_numbered(
+                [dc.encode_read(fetch_offset, max_bytes, max_wait_ms, FetchIsolation.TXN_COMMITTED)],
+                dc.decode_fetch_result, _LOST_READ)
+            return PendingRead(future, self, request_id)
         aside = self._take_aside(fetch_offset, max_bytes)
         if aside is not None:
             return aside
@@ -237,7 +251,8 @@ class ReplicaChannel:
         old, self._aside = self._aside, read
         if old is not None:
             old.release()
-        return FetchResult(ErrorCode.NONE, read.fetch_offset, read.fetch_offset, self._log_start_offset)
+        return FetchResult(ErrorCode.NONE, read.fetch_offset, min(self._last_stable_offset, read.fetch_offset),
+                           self._log_start_offset)
 
     def _take_aside(self, fetch_offset: int, max_bytes: int) -> "PendingRead | None":
         """The read set aside, or else the follow read, at `fetch_offset`, if it reads within
@@ -275,7 +290,7 @@ class ReplicaChannel:
         group coordinator loads `__consumer_offsets` (FetchIsolation.LOG_END). A new leader's
         high watermark lags its log end until its followers fetch again, and what lies between
         is committed data the new leader keeps. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return self._submit_numbered([dc.encode_read(fetch_offset, max_bytes, 0, up_to_log_end=True)],
+        return self._submit_numbered([dc.encode_read(fetch_offset, max_bytes, 0, FetchIsolation.LOG_END)],
                                      self._read_answer, _LOST_READ)[1]
 
     async def replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
@@ -314,11 +329,12 @@ class ReplicaChannel:
         self._log_start_floor = max(self._log_start_floor, result.log_start_offset)
         if result.error is ErrorCode.NONE:
             self._high_watermark, self._log_start_offset = result.high_watermark, result.log_start_offset
+            self._last_stable_offset = result.last_stable_offset
         if result.regions and result.committed_end >= 0:
             last = result.regions[-1]
             self._open_window(result.next_offset, _Window(
                 last.path, last.inode, last.position + last.length, result.committed_end,
-                result.high_watermark, result.log_start_offset, time.monotonic()))
+                result.high_watermark, result.last_stable_offset, result.log_start_offset, time.monotonic()))
         return result
 
     def _open_window(self, offset: int, window: _Window) -> None:
@@ -355,7 +371,7 @@ class ReplicaChannel:
             return None
         region = Region(window.path, window.position, length, window.inode)
         self._open_window(next_offset, replace(window, position=window.position + length))
-        return FetchResult(ErrorCode.NONE, window.high_watermark, window.high_watermark, log_start_offset,
+        return FetchResult(ErrorCode.NONE, window.high_watermark, window.last_stable_offset, log_start_offset,
                            (region,), next_offset, window.end)
 
     def forget_windows(self) -> None:
@@ -369,11 +385,20 @@ class ReplicaChannel:
         except Exception:  # noqa: BLE001 - the replica process is gone
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1
 
-    def list_offset(self, timestamp: int) -> Awaitable[OffsetLookup]:
+    def list_offset(self, timestamp: int, isolation_level: int = 0) -> Awaitable[OffsetLookup]:
         """Queue a ListOffsets lookup now, behind the appends already queued (see
         `encode_list_offset`). A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return self._submit([dc.encode_list_offset(timestamp)], dc.decode_offset_lookup,
+        return self._submit([dc.encode_list_offset(timestamp, isolation_level)], dc.decode_offset_lookup,
                             OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+
+    def write_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                         timeout_ms: int) -> Awaitable[ProduceResult]:
+        """Queue a transaction coordinator's COMMIT (`commit`) or ABORT marker for `producer_id`
+        now, in order with the appends around it; answered once the followers have it or
+        `timeout_ms` passed (see `ServedPartition.write_txn_marker` for its refusals). A lost
+        replica answers NOT_LEADER_OR_FOLLOWER."""
+        return self._submit([dc.encode_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit, timeout_ms)],
+                            _decode_append, _LOST_APPEND)
 
     def delete_records(self, offset: int) -> Awaitable[DeleteRecordsResult]:
         """Queue a DeleteRecords now, in order with the requests around it (see
@@ -518,5 +543,8 @@ def _read_on_from(first: FetchResult, then: FetchResult) -> FetchResult:
     if not then.regions:
         return replace(first, high_watermark=then.high_watermark, last_stable_offset=then.last_stable_offset,
                        log_start_offset=then.log_start_offset)
+    aborted = first.aborted_transactions
+    if then.aborted_transactions is not None:   # (read_committed: both reads' aborts, each once)
+        aborted = tuple(dict.fromkeys((aborted or ()) + then.aborted_transactions))
     return FetchResult(ErrorCode.NONE, then.high_watermark, then.last_stable_offset, then.log_start_offset,
-                       first.regions + then.regions, then.next_offset, then.committed_end)
+                       first.regions + then.regions, then.next_offset, then.committed_end, aborted)

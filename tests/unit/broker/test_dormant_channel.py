@@ -39,12 +39,16 @@ class LiveChannel:
         self.calls.append(("append", records))
         return _done(ProduceResult(ErrorCode.NONE, base_offset=len(self.calls)))
 
-    def list_offset(self, timestamp):
-        self.calls.append(("list_offset", timestamp))
+    def list_offset(self, timestamp, isolation_level=0):
+        self.calls.append(("list_offset", timestamp) if not isolation_level else ("list_offset", timestamp, "committed"))
         return _done(OffsetLookup(ErrorCode.NONE, 5, 7, 2))
 
-    def start_read(self, offset, max_bytes, max_wait_ms=0):
-        self.calls.append(("read", offset))
+    def write_txn_marker(self, producer_id, producer_epoch, coordinator_epoch, commit, timeout_ms):
+        self.calls.append(("marker", producer_id, commit))
+        return _done(ProduceResult(ErrorCode.NONE, base_offset=len(self.calls)))
+
+    def start_read(self, offset, max_bytes, max_wait_ms=0, read_committed=False):
+        self.calls.append(("read", offset) if not read_committed else ("read", offset, "committed"))
 
         class Read:
             answer = _done(FetchResult(ErrorCode.NONE, 99, 99, 0))
@@ -146,7 +150,7 @@ class ParkedLiveChannel:
     def __init__(self) -> None:
         self.reads = self.released = 0
 
-    def start_read(self, offset, max_bytes, max_wait_ms=0):
+    def start_read(self, offset, max_bytes, max_wait_ms=0, read_committed=False):
         answer = asyncio.get_running_loop().create_future()
         channel = self
         self.reads += 1
