@@ -12,9 +12,11 @@ connection are applied in the order they were sent. A RELEASE ends the wait of a
 read at once; it has no answer of its own, and a read already answered ignores it.
 
 A read_committed consumer's read (READ_COMMITTED) stops at the last stable offset and its
-answer lists the aborted transactions among its records; it names no follow id and opens no
-read window (`net/data_plane.py`), so each one reaches the replica. A transaction coordinator's
-COMMIT or ABORT marker (WRITE_TXN_MARKER) is an append like any other, in order with them.
+answer lists the aborted transactions among its records; it follows as a read_uncommitted one
+does, up to the last stable offset. A consumer's answer says whether its committed window is
+stable too (below the LSO, no aborted transaction in it): only then may the front end serve a
+read_committed read from it. A transaction coordinator's COMMIT or ABORT marker
+(WRITE_TXN_MARKER) is an append like any other, in order with them.
 
 A consumer's read may name a follow id: answered with data up to the high watermark (the
 consumer has caught up) other than by a RELEASE, the replica then parks the same read at the
@@ -78,7 +80,7 @@ _FOLLOWER_RESULT = struct.Struct(">hqq")    # error, log end offset, high waterm
 _FETCH_HEAD = struct.Struct(">hqqqqqHB")     # error, high watermark, last stable, log start, next offset,
 #                                              committed end, regions, followed (see the module docstring)
 _REGION = struct.Struct(">HqIQ")             # path length, position, length, inode
-_ABORTED_COUNT = struct.Struct(">i")          # after the regions: aborted transactions (-1: none reported)
+_TAIL = struct.Struct(">Bi")                  # after the regions: stable window, aborted transactions (-1: none)
 _ABORTED = struct.Struct(">qq")               # producer id, first offset
 _TXN_MARKER = struct.Struct(">BqhiBI")        # op, producer id, producer epoch, coordinator epoch, commit,
 #                                               timeout ms (the wait for the followers: markers are acks=all)
@@ -199,8 +201,7 @@ def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int,
     """A consumer's read up to the high watermark (read_uncommitted) or the last stable offset
     (read_committed, TXN_COMMITTED), or up to the leader's log end (LOG_END): the broker's own
     read of a partition it has come to lead, as Kafka's group coordinator loads
-    `__consumer_offsets`. A read_uncommitted consumer's read may name a `follow_id` (see the
-    module docstring)."""
+    `__consumer_offsets`. A consumer's read may name a `follow_id` (see the module docstring)."""
     return _READ.pack(_READ_OPS[isolation], fetch_offset, max_bytes, max(0, max_wait_ms), follow_id)
 
 
@@ -321,16 +322,18 @@ def encode_fetch_result(result: FetchResult, followed: bool = False) -> bytes:
         path = region.path.encode()
         out += _REGION.pack(len(path), region.position, region.length, region.inode) + path
     aborted = result.aborted_transactions
-    out += _ABORTED_COUNT.pack(-1 if aborted is None else len(aborted))
+    out += _TAIL.pack(result.stable_window, -1 if aborted is None else len(aborted))
     for txn in aborted or ():
         out += _ABORTED.pack(txn.producer_id, txn.first_offset)
     return bytes(out)
 
 
-def follows(result: FetchResult) -> bool:
+def follows(result: FetchResult, isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> bool:
     """Whether a read with a follow id that is answered `result` (not by a RELEASE) is followed:
-    it brought data, and up to the high watermark (its consumer has caught up)."""
-    return bool(result.regions) and result.error is ErrorCode.NONE and result.next_offset >= result.high_watermark
+    it brought data, and up to the high watermark (read_committed: the last stable offset), so
+    its consumer has caught up."""
+    end = result.last_stable_offset if isolation is FetchIsolation.TXN_COMMITTED else result.high_watermark
+    return bool(result.regions) and result.error is ErrorCode.NONE and result.next_offset >= end
 
 
 def fetch_result_followed(body: memoryview) -> bool:
@@ -346,13 +349,14 @@ def decode_fetch_result(body: memoryview) -> FetchResult:
         pos += _REGION.size
         regions.append(Region(bytes(body[pos:pos + size]).decode(), position, length, inode))
         pos += size
-    (aborted_count,) = _ABORTED_COUNT.unpack_from(body, pos)
+    stable_window, aborted_count = _TAIL.unpack_from(body, pos)
     aborted = None
     if aborted_count >= 0:
-        pos += _ABORTED_COUNT.size
+        pos += _TAIL.size
         aborted = tuple(AbortedTransaction(*_ABORTED.unpack_from(body, pos + i * _ABORTED.size))
                         for i in range(aborted_count))
-    return FetchResult(ErrorCode(error), hw, lso, start, tuple(regions), next_offset, committed_end, aborted)
+    return FetchResult(ErrorCode(error), hw, lso, start, tuple(regions), next_offset, committed_end, aborted,
+                       bool(stable_window))
 
 
 @dataclass(frozen=True)

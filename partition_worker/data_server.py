@@ -88,14 +88,16 @@ class DataServer:
         (`data_channel`'s follow reads), and the answer says so."""
         if transport is None or transport.is_closing():
             return
-        followed = follow is not None and dc.follows(result)
+        followed = follow is not None and dc.follows(result, follow.isolation)
         transport.write(dc.frame(request_id, dc.encode_fetch_result(result, followed)))
         if followed:
             offset, max_bytes, read_now = result.next_offset, follow.max_bytes, self._partition.read_now
+            isolation = follow.isolation
             waiting = FetchResult(ErrorCode.NONE, result.high_watermark, result.last_stable_offset,
-                                  result.log_start_offset)
+                                  result.log_start_offset,
+                                  aborted_transactions=() if isolation is FetchIsolation.TXN_COMMITTED else None)
             self.parked.park(follow.connection, transport, follow.follow_id,
-                             lambda: read_now(offset, max_bytes), waiting, follow.max_wait_ms, follow)
+                             lambda: read_now(offset, max_bytes, isolation), waiting, follow.max_wait_ms, follow)
 
 
 class _Connection:
@@ -164,13 +166,13 @@ class _Connection:
             transport.write(dc.frame(request_id, dc.encode_produce_results(answered)))
 
     def read(self, request_id: int, view: memoryview) -> None:
-        """A consumer's read (READ, READ_COMMITTED) or the broker's own (READ_LOG_END); only a
-        read_uncommitted one follows (`data_channel`)."""
+        """A consumer's read (READ, READ_COMMITTED), which may follow (`data_channel`), or the
+        broker's own (READ_LOG_END)."""
         offset, max_bytes, max_wait_ms, isolation, follow_id = dc.decode_read(view)
         read_now = self._partition.read_now
         follow = None
-        if follow_id and max_wait_ms > 0 and isolation is FetchIsolation.HIGH_WATERMARK:
-            follow = Follow(self.id, follow_id, max_bytes, max_wait_ms)
+        if follow_id and max_wait_ms > 0 and isolation is not FetchIsolation.LOG_END:
+            follow = Follow(self.id, follow_id, max_bytes, max_wait_ms, isolation)
         self._answer_or_park(request_id, read_now(offset, max_bytes, isolation), max_wait_ms,
                              lambda: read_now(offset, max_bytes, isolation), follow)
 

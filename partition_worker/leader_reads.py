@@ -32,8 +32,9 @@ def read_batches(log: PartitionLog, fetch_offset: int, max_bytes: int, end: int,
     last stable offset) the answer lists the aborted transactions overlapping what it read
     (Kafka's `LocalLog.collectAbortedTransactions`; an empty list when it read nothing). With
     `committed_window`, the answer says where the committed batches end in the file of its
-    last region (a read_uncommitted consumer's read: the front end reads on up to there
-    itself). `follower` names the broker whose fetch this is, if it is one (for the log line
+    last region (a consumer's read: the front end reads on up to there itself), and whether
+    that window is stable (below the last stable offset, no abort in it or after it) for a
+    read_committed consumer's next reads. `follower` names the broker whose fetch this is, if it is one (for the log line
     of a failed read)."""
     hw, start = high_watermark, log.log_start_offset
     lso = hw if last_stable_offset is None else last_stable_offset
@@ -59,8 +60,19 @@ def read_batches(log: PartitionLog, fetch_offset: int, max_bytes: int, end: int,
     if read_committed:
         aborted = tuple(AbortedTransaction(t.producer_id, t.first_offset)
                         for t in log.aborted_transactions(fetch_offset, result.next_offset))
-    return FetchResult(ErrorCode.NONE, hw, lso, start, regions, result.next_offset,
-                       log.committed_end(regions[-1].path, hw) if committed_window else -1, aborted)
+    committed_end = log.committed_end(regions[-1].path, hw) if committed_window else -1
+    return FetchResult(ErrorCode.NONE, hw, lso, start, regions, result.next_offset, committed_end, aborted,
+                       committed_end >= 0 and _stable(log, regions[-1].path, lso))
+
+
+def _stable(log: PartitionLog, path: str, last_stable_offset: int) -> bool:
+    """Whether the segment file `path` (whole below the high watermark) is below the last stable
+    offset too and no aborted transaction is indexed in it or after it: a read_committed read
+    of it reads what a read_uncommitted one does, with no abort to report."""
+    for segment in reversed(log.segments):
+        if str(segment.log_path) == path:
+            return segment.next_offset <= last_stable_offset and not log.transactions.has_aborts_from(segment.base_offset)
+    return False
 
 
 def lookup_offset(log: PartitionLog, timestamp: int, high_watermark: int, leader_epoch: int, *,

@@ -64,6 +64,9 @@ class FetchResult:
     # A read_committed read's aborted transactions overlapping its records (None: another
     # isolation, which reports none; Kafka sends null then).
     aborted_transactions: tuple[AbortedTransaction, ...] | None = None
+    # The committed window (up to `committed_end`) is also below the last stable offset and no
+    # aborted transaction overlaps it: read_committed reads may be served from it too.
+    stable_window: bool = False
 
     @property
     def size(self) -> int:

@@ -265,8 +265,7 @@ class ServedPartition:
                  isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> FetchResult:
         """Whole batches up to the high watermark (read_uncommitted), the last stable offset
         (read_committed: with the aborted transactions among them) or the log end (the broker's
-        own read: see `data_channel.encode_read`); only a read_uncommitted answer says where
-        its committed window ends."""
+        own read: see `data_channel.encode_read`, with no committed window)."""
         if not self.state.is_leader:
             return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         log = self.log
@@ -276,7 +275,7 @@ class ServedPartition:
             lso if isolation is FetchIsolation.TXN_COMMITTED else log.log_end_offset)
         return read_batches(log, fetch_offset, max_bytes, end, hw, self.logger, last_stable_offset=lso,
                             read_committed=isolation is FetchIsolation.TXN_COMMITTED,
-                            committed_window=isolation is FetchIsolation.HIGH_WATERMARK)
+                            committed_window=isolation is not FetchIsolation.LOG_END)
 
     def replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int) -> FetchResult:
         """A follower's fetch at `fetch_offset`: it has everything before it (its log end).

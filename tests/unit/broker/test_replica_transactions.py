@@ -131,3 +131,27 @@ def test_a_marker_is_refused_below_min_insync_replicas(short_dir):
         assert replica.status().log_end_offset == 2
     run_with_replica(short_dir, scenario, isr=(LEADER,), replicas=(LEADER, FOLLOWER),
                      config=dataclasses.replace(CONFIG, min_insync_replicas=2))
+
+
+def test_read_committed_reads_of_a_partition_without_transactions_take_the_fast_paths(short_dir):
+    """No transaction: every window is stable, so a read_committed consumer working through a
+    backlog is served by the channel itself, and one at the end leaves a follow read parked."""
+    async def scenario(replica, channel):
+        for _ in range(3):
+            await produce(channel, batch())                         # 0-8, one segment
+        first = await channel.read(0, BATCH_BYTES, read_committed=True)
+        assert first.stable_window and first.committed_end > 0
+        await produce(channel, batch())                             # 9-11: a window does not know
+        second = await channel.read(3, BATCH_BYTES, read_committed=True)
+        assert (second.next_offset, second.high_watermark, second.aborted_transactions) == (6, 9, ())   # the window's
+        assert (await channel.read(6, MAX, read_committed=True)).next_offset == 9   # the rest of the window
+        at_end = await channel.read(9, MAX, 1000, read_committed=True)
+        assert (at_end.next_offset, at_end.last_stable_offset) == (12, 12)
+        following = channel.start_read(12, MAX, LONG_WAIT_MS, read_committed=True)
+        assert following.reused                                     # the replica's follow read, parked already
+        await produce(channel, txn_batch(0))                        # 12-13: not stable yet
+        assert not await settled(following.answer)
+        await channel.write_txn_marker(PID, 0, 0, True, 10_000)
+        assert offsets(await asyncio.wait_for(following.answer, 10)) == (15, 15)
+        assert channel.start_read(15, MAX, LONG_WAIT_MS).reused is False   # a read_uncommitted one is its own
+    run_with_replica(short_dir, scenario)

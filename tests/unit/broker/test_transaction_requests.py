@@ -69,8 +69,9 @@ async def produce(dispatcher: RequestDispatcher, records: bytes, transactional_i
 
 
 async def fetch(dispatcher: RequestDispatcher, isolation_level: int) -> dict:
+    """A consumer's fetch from offset 0 (a wait as clients ask: answered at once when there is data)."""
     body = await call(dispatcher, FETCH, 11, {
-        "replica_id": -1, "max_wait_ms": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": isolation_level,
+        "replica_id": -1, "max_wait_ms": 200, "min_bytes": 1, "max_bytes": 1 << 20, "isolation_level": isolation_level,
         "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [],
         "topics": [{"topic": "t", "partitions": [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
                                                   "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]})

@@ -52,7 +52,8 @@ def test_read_and_fetch_result_round_trip():
                          ids=["read_uncommitted", "read_committed, none aborted", "read_committed, two aborted"])
 def test_a_fetch_result_carries_its_last_stable_offset_and_aborted_transactions(aborted):
     result = FetchResult(ErrorCode.NONE, 100, 40, 0, (Region("/data/t-0/00000000000000000000.log", 0, 4096, 7),),
-                         next_offset=40, aborted_transactions=aborted)
+                         next_offset=40, committed_end=4096, aborted_transactions=aborted,
+                         stable_window=aborted is not None and not aborted)
     for followed in (False, True):
         body = memoryview(dc.encode_fetch_result(result, followed))
         assert dc.decode_fetch_result(body) == result
@@ -64,6 +65,8 @@ def test_a_read_is_followed_only_when_it_brought_data_up_to_the_high_watermark()
     assert not dc.follows(FetchResult(ErrorCode.NONE, 12, 12, 0, region, next_offset=10))   # more to read
     assert not dc.follows(FetchResult(ErrorCode.NONE, 10, 10, 0))                              # nothing came
     assert not dc.follows(FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, 10, 10, 0))
+    held = FetchResult(ErrorCode.NONE, 12, 10, 0, region, next_offset=10)   # an open transaction from 10
+    assert dc.follows(held, COMMITTED) and not dc.follows(held)             # read_committed has caught up
 
 
 def test_socket_paths_fit_the_unix_limit_even_for_long_topic_names():
