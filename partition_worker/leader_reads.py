@@ -34,8 +34,8 @@ def read_batches(log: PartitionLog, fetch_offset: int, max_bytes: int, end: int,
     `committed_window`, the answer says where the committed batches end in the file of its
     last region (a consumer's read: the front end reads on up to there itself), and whether
     that window is stable (below the last stable offset, no abort in it or after it) for a
-    read_committed consumer's next reads. `follower` names the broker whose fetch this is, if it is one (for the log line
-    of a failed read)."""
+    read_committed consumer's next reads. `follower` names the broker whose fetch this is, if
+    it is one (for the log line of a failed read)."""
     hw, start = high_watermark, log.log_start_offset
     lso = hw if last_stable_offset is None else last_stable_offset
     if fetch_offset > log.log_end_offset or fetch_offset < start:
@@ -71,7 +71,8 @@ def _stable(log: PartitionLog, path: str, last_stable_offset: int) -> bool:
     of it reads what a read_uncommitted one does, with no abort to report."""
     for segment in reversed(log.segments):
         if str(segment.log_path) == path:
-            return segment.next_offset <= last_stable_offset and not log.transactions.has_aborts_from(segment.base_offset)
+            return (segment.next_offset <= last_stable_offset
+                    and not log.transactions.has_aborts_from(segment.base_offset))
     return False
 
 

@@ -40,7 +40,7 @@ class LiveChannel:
         return _done(ProduceResult(ErrorCode.NONE, base_offset=len(self.calls)))
 
     def list_offset(self, timestamp, isolation_level=0):
-        self.calls.append(("list_offset", timestamp) if not isolation_level else ("list_offset", timestamp, "committed"))
+        self.calls.append(("list_offset", timestamp) + (("committed",) if isolation_level else ()))
         return _done(OffsetLookup(ErrorCode.NONE, 5, 7, 2))
 
     def write_txn_marker(self, producer_id, producer_epoch, coordinator_epoch, commit, timeout_ms):
