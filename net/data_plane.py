@@ -9,6 +9,13 @@ they arrive (the socket keeps their order, and the replica applies them in that 
 reads are answered by request id so a parked read holds nothing up. Fetch answers are
 file regions, never the bytes: the front end sends them to the client with sendfile.
 
+A read_committed consumer's read (KIP-98) stops at the last stable offset and carries the
+aborted transactions among its records. It is served from a window only when the replica said
+the window is stable (below the last stable offset, no aborted transaction in it: always so in
+a partition without transactions), and reads set aside and follow reads serve only reads of
+their own isolation. A transaction coordinator's markers (`write_txn_marker`) are appends, in
+order with the rest.
+
 A consumer's next fetch starts where the last answer ended. A replica's answer says where
 the committed whole batches end in the file of its last region, so when a consumer works
 through a backlog (each answer cut off by its size limit), the channel reads on from where
@@ -44,8 +51,8 @@ from rafka.actors.sent_handle import actor_of
 from rafka.common.errors import ErrorCode
 from rafka.common.frames import FramedProtocol
 from rafka.partition_worker import data_channel as dc
-from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup,
-                                             ProduceResult, Region)
+from rafka.partition_worker.messages import (DeleteRecordsResult, FetchIsolation, FetchResult, FollowerAppendResult,
+                                             OffsetLookup, ProduceResult, Region)
 from rafka.partition_worker.segment_reader import iter_headers
 
 # the answers of requests whose replica connection was lost
@@ -71,8 +78,10 @@ class _Window:
     position: int
     end: int
     high_watermark: int
+    last_stable_offset: int
     log_start_offset: int
     opened_at: float
+    stable: bool   # read_committed reads may use it too (`FetchResult.stable_window`)
 
 
 class ReplicaChannel:
@@ -98,9 +107,10 @@ class ReplicaChannel:
         # next fetch (`set_aside`), and what the last consumer's read reported of the log.
         self._aside: PendingRead | None = None
         # Reads the replica parked itself after answering a consumer's read with everything up
-        # to the high watermark (`data_channel`'s follow reads), by the offset they read from.
-        self._follows: dict[int, PendingRead] = {}
-        self._high_watermark, self._log_start_offset = -1, -1
+        # to the high watermark (`data_channel`'s follow reads), by the offset they read from
+        # and whether they are read_committed.
+        self._follows: dict[tuple[int, bool], PendingRead] = {}
+        self._high_watermark, self._last_stable_offset, self._log_start_offset = -1, -1, -1
         self._log_start_floor = -1   # the latest log start offset any answer reported: no window serves below it
 
     def _submit(self, parts: list, decode: Callable[[memoryview], Any], if_lost: Any) -> asyncio.Future:
@@ -201,19 +211,23 @@ class ReplicaChannel:
         return self._submit(dc.encode_append([records], acks, timeout_ms),
                             _decode_append, _LOST_APPEND)
 
-    def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> Awaitable[FetchResult]:
-        """Whole batches from `fetch_offset` up to `max_bytes`; with `max_wait_ms`, an empty
-        answer first waits that long for an append. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return self.start_read(fetch_offset, max_bytes, max_wait_ms).answer
+    def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0,
+             read_committed: bool = False) -> Awaitable[FetchResult]:
+        """Whole batches from `fetch_offset` up to `max_bytes`, below the high watermark (with
+        `read_committed`, the last stable offset); with `max_wait_ms`, an empty answer first
+        waits that long for an append. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
+        return self.start_read(fetch_offset, max_bytes, max_wait_ms, read_committed).answer
 
-    def start_read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> "PendingRead":
+    def start_read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0,
+                   read_committed: bool = False) -> "PendingRead":
         """`read`, as a `PendingRead` whose wait can be ended early."""
-        aside = self._take_aside(fetch_offset, max_bytes)
+        aside = self._take_aside(fetch_offset, max_bytes, read_committed)
         if aside is not None:
             return aside
-        window = self._windows.pop(fetch_offset, None)
-        if window is not None:
-            result = self._read_window(window, fetch_offset, max_bytes)
+        window = self._windows.get(fetch_offset)
+        if window is not None and (window.stable or not read_committed):
+            del self._windows[fetch_offset]
+            result = self._read_window(window, fetch_offset, max_bytes, read_committed)
             if result is not None:
                 done = asyncio.get_running_loop().create_future()
                 done.set_result(result)
@@ -221,10 +235,11 @@ class ReplicaChannel:
         # (no task per read: the answer is decoded, and the window opened, as it arrives; a
         # read that may wait names a follow id)
         follow_id = self._new_id() if max_wait_ms > 0 else 0
+        isolation = FetchIsolation.TXN_COMMITTED if read_committed else FetchIsolation.HIGH_WATERMARK
         request_id, future = self._submit_numbered(
-            [dc.encode_read(fetch_offset, max_bytes, max_wait_ms, follow_id=follow_id)],
-            self._read_answer_of(follow_id, max_bytes), _LOST_READ)
-        return PendingRead(future, self, request_id, fetch_offset, max_bytes)
+            [dc.encode_read(fetch_offset, max_bytes, max_wait_ms, isolation, follow_id)],
+            self._read_answer_of(follow_id, max_bytes, read_committed), _LOST_READ)
+        return PendingRead(future, self, request_id, fetch_offset, max_bytes, False, read_committed)
 
     def set_aside(self, read: "PendingRead") -> FetchResult | None:
         """Leave `read`, a consumer's read parked at the end of the log when its fetch is
@@ -234,41 +249,51 @@ class ReplicaChannel:
         each way now and a new read at the next fetch. None (release it) unless the last answer
         reported a high watermark at its offset: one beyond says the read holds data, and with
         none known the answer's high watermark would be a guess (a consumer that stops at the
-        end, `kcat -e` say, would take it for the end)."""
-        if read.fetch_offset != self._high_watermark:
+        end, `kcat -e` say, would take it for the end). A read_committed read waits at the last
+        stable offset instead, which its answer reports with no aborted transactions."""
+        committed = read.read_committed
+        if read.fetch_offset != (self._last_stable_offset if committed else self._high_watermark):
             return None
         old, self._aside = self._aside, read
         if old is not None:
             old.release()
-        return FetchResult(ErrorCode.NONE, read.fetch_offset, read.fetch_offset, self._log_start_offset)
+        if committed:
+            return FetchResult(ErrorCode.NONE, max(self._high_watermark, read.fetch_offset), read.fetch_offset,
+                               self._log_start_offset, aborted_transactions=())
+        return FetchResult(ErrorCode.NONE, read.fetch_offset, min(self._last_stable_offset, read.fetch_offset),
+                           self._log_start_offset)
 
-    def _take_aside(self, fetch_offset: int, max_bytes: int) -> "PendingRead | None":
-        """The read set aside, or else the follow read, at `fetch_offset`, if it reads within
-        `max_bytes` and still waits or holds data. A read set aside that does not is released
-        (or was answered empty: its wait at the replica ran out); follow reads at other offsets
-        stay for their own consumers."""
+    def _take_aside(self, fetch_offset: int, max_bytes: int, read_committed: bool) -> "PendingRead | None":
+        """The read set aside, or else the follow read, at `fetch_offset` of the same isolation,
+        if it reads within `max_bytes` and still waits or holds data. A read set aside that does
+        not is released (or was answered empty: its wait at the replica ran out); follow reads at
+        other offsets stay for their own consumers."""
         aside, self._aside = self._aside, None
         if aside is not None:
-            if _usable(aside, fetch_offset, max_bytes):
+            if _usable(aside, fetch_offset, max_bytes) and aside.read_committed == read_committed:
                 # (built directly: dataclasses.replace costs more than the rest of a reused read)
-                return PendingRead(aside.answer, self, aside.request_id, fetch_offset, aside.max_bytes, True)
+                return PendingRead(aside.answer, self, aside.request_id, fetch_offset, aside.max_bytes, True,
+                                   read_committed)
             aside.release()
-        follow = self._follows.pop(fetch_offset, None)
+        follow = self._follows.pop((fetch_offset, read_committed), None)
         if follow is not None:
             if _usable(follow, fetch_offset, max_bytes):
-                return PendingRead(follow.answer, self, follow.request_id, fetch_offset, follow.max_bytes, True)
+                return PendingRead(follow.answer, self, follow.request_id, fetch_offset, follow.max_bytes, True,
+                                   read_committed)
             follow.release()
         return None
 
-    def _followed(self, follow_id: int, fetch_offset: int, max_bytes: int) -> None:
+    def _followed(self, follow_id: int, fetch_offset: int, max_bytes: int, read_committed: bool) -> None:
         """The replica parked the follow read `follow_id` at `fetch_offset`: keep it for the next
-        read there (replacing one already there; the oldest is released beyond FOLLOW_SLOTS)."""
-        future = self._expect(follow_id, self._read_answer_of(follow_id, max_bytes), _LOST_READ)
-        follow = PendingRead(future, self, follow_id, fetch_offset, max_bytes)
-        old = self._follows.pop(fetch_offset, None)
+        read there of its isolation (replacing one already there; the oldest is released beyond
+        FOLLOW_SLOTS)."""
+        future = self._expect(follow_id, self._read_answer_of(follow_id, max_bytes, read_committed), _LOST_READ)
+        follow = PendingRead(future, self, follow_id, fetch_offset, max_bytes, False, read_committed)
+        key = (fetch_offset, read_committed)
+        old = self._follows.pop(key, None)
         if old is not None and old.request_id != follow_id:
             old.release()
-        self._follows[fetch_offset] = follow
+        self._follows[key] = follow
         while len(self._follows) > FOLLOW_SLOTS:
             self._follows.pop(next(iter(self._follows))).release()
 
@@ -278,7 +303,7 @@ class ReplicaChannel:
         group coordinator loads `__consumer_offsets` (FetchIsolation.LOG_END). A new leader's
         high watermark lags its log end until its followers fetch again, and what lies between
         is committed data the new leader keeps. A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return self._submit_numbered([dc.encode_read(fetch_offset, max_bytes, 0, up_to_log_end=True)],
+        return self._submit_numbered([dc.encode_read(fetch_offset, max_bytes, 0, FetchIsolation.LOG_END)],
                                      self._read_answer, _LOST_READ)[1]
 
     async def replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
@@ -302,26 +327,30 @@ class ReplicaChannel:
         return await self._submit(dc.encode_follower_append(records, leader_high_watermark, leader_log_start_offset),
                                   dc.decode_follower_result, FollowerAppendResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
 
-    def _read_answer_of(self, follow_id: int, max_bytes: int) -> Callable[[memoryview], FetchResult]:
+    def _read_answer_of(self, follow_id: int, max_bytes: int,
+                        read_committed: bool = False) -> Callable[[memoryview], FetchResult]:
         """How a consumer's read with `follow_id` (0: none) is answered."""
         if not follow_id:
             return self._read_answer
-        return lambda body: self._read_answer(body, follow_id, max_bytes)
+        return lambda body: self._read_answer(body, follow_id, max_bytes, read_committed)
 
-    def _read_answer(self, body: memoryview, follow_id: int = 0, max_bytes: int = 0) -> FetchResult:
+    def _read_answer(self, body: memoryview, follow_id: int = 0, max_bytes: int = 0,
+                     read_committed: bool = False) -> FetchResult:
         """A consumer's read answered: open the window after its data, and keep its follow read
         if the replica parked one."""
         result = dc.decode_fetch_result(body)
         if follow_id and dc.fetch_result_followed(body):
-            self._followed(follow_id, result.next_offset, max_bytes)
+            self._followed(follow_id, result.next_offset, max_bytes, read_committed)
         self._log_start_floor = max(self._log_start_floor, result.log_start_offset)
         if result.error is ErrorCode.NONE:
             self._high_watermark, self._log_start_offset = result.high_watermark, result.log_start_offset
+            self._last_stable_offset = result.last_stable_offset
         if result.regions and result.committed_end >= 0:
             last = result.regions[-1]
             self._open_window(result.next_offset, _Window(
                 last.path, last.inode, last.position + last.length, result.committed_end,
-                result.high_watermark, result.log_start_offset, time.monotonic()))
+                result.high_watermark, result.last_stable_offset, result.log_start_offset, time.monotonic(),
+                result.stable_window))
         return result
 
     def _open_window(self, offset: int, window: _Window) -> None:
@@ -331,9 +360,10 @@ class ReplicaChannel:
             del self._windows[next(iter(self._windows))]  # the oldest
         self._windows[offset] = window
 
-    def _read_window(self, window: _Window, offset: int, max_bytes: int) -> FetchResult | None:
+    def _read_window(self, window: _Window, offset: int, max_bytes: int, read_committed: bool) -> FetchResult | None:
         """The next whole batches of `window` within `max_bytes` (the first one whatever its size,
-        Kafka's rule), read here; None when the window is too old or its file was replaced."""
+        Kafka's rule), read here; None when the window is too old or its file was replaced. A
+        read_committed read (of a stable window) reports no aborted transaction."""
         log_start_offset = max(window.log_start_offset, self._log_start_floor)
         if time.monotonic() - window.opened_at > WINDOW_MAX_AGE_S or offset < log_start_offset:
             return None
@@ -358,8 +388,8 @@ class ReplicaChannel:
             return None
         region = Region(window.path, window.position, length, window.inode)
         self._open_window(next_offset, replace(window, position=window.position + length))
-        return FetchResult(ErrorCode.NONE, window.high_watermark, window.high_watermark, log_start_offset,
-                           (region,), next_offset, window.end)
+        return FetchResult(ErrorCode.NONE, window.high_watermark, window.last_stable_offset, log_start_offset,
+                           (region,), next_offset, window.end, () if read_committed else None, window.stable)
 
     @property
     def actor(self) -> Any:
@@ -377,11 +407,20 @@ class ReplicaChannel:
         except Exception:  # noqa: BLE001 - the replica process is gone
             return ErrorCode.NOT_LEADER_OR_FOLLOWER, -1, -1
 
-    def list_offset(self, timestamp: int) -> Awaitable[OffsetLookup]:
+    def list_offset(self, timestamp: int, isolation_level: int = 0) -> Awaitable[OffsetLookup]:
         """Queue a ListOffsets lookup now, behind the appends already queued (see
         `encode_list_offset`). A lost replica answers NOT_LEADER_OR_FOLLOWER."""
-        return self._submit([dc.encode_list_offset(timestamp)], dc.decode_offset_lookup,
+        return self._submit([dc.encode_list_offset(timestamp, isolation_level)], dc.decode_offset_lookup,
                             OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER))
+
+    def write_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                         timeout_ms: int) -> Awaitable[ProduceResult]:
+        """Queue a transaction coordinator's COMMIT (`commit`) or ABORT marker for `producer_id`
+        now, in order with the appends around it; answered once the followers have it or
+        `timeout_ms` passed (see `ServedPartition.write_txn_marker` for its refusals). A lost
+        replica answers NOT_LEADER_OR_FOLLOWER."""
+        return self._submit([dc.encode_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit, timeout_ms)],
+                            _decode_append, _LOST_APPEND)
 
     def delete_records(self, offset: int) -> Awaitable[DeleteRecordsResult]:
         """Queue a DeleteRecords now, in order with the requests around it (see
@@ -440,6 +479,7 @@ class PendingRead:
     fetch_offset: int = -1   # a consumer's read (-1: a follower's, never set aside)
     max_bytes: int = 0
     reused: bool = False     # set aside by an earlier fetch: its wait at the replica began then
+    read_committed: bool = False
 
     def release(self) -> None:
         if self.request_id and not self.answer.done():
@@ -526,5 +566,8 @@ def _read_on_from(first: FetchResult, then: FetchResult) -> FetchResult:
     if not then.regions:
         return replace(first, high_watermark=then.high_watermark, last_stable_offset=then.last_stable_offset,
                        log_start_offset=then.log_start_offset)
+    aborted = first.aborted_transactions
+    if then.aborted_transactions is not None:   # (read_committed: both reads' aborts, each once)
+        aborted = tuple(dict.fromkeys((aborted or ()) + then.aborted_transactions))
     return FetchResult(ErrorCode.NONE, then.high_watermark, then.last_stable_offset, then.log_start_offset,
-                       first.regions + then.regions, then.next_offset, then.committed_end)
+                       first.regions + then.regions, then.next_offset, then.committed_end, aborted)

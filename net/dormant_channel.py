@@ -5,11 +5,12 @@ A replica with no writes for `replica.dormant.after.ms` closes cleanly and its p
 its `ReplicaChannel` with the same methods, so handlers need not know:
 
 - reads are served from the closed log's files (`ClosedLogReader`), as the replica would:
-  consumers' and followers' fetches, the group coordinator's loads, ListOffsets for the
-  earliest and latest offsets, OffsetForLeaderEpoch. A fetch with nothing to read waits its
+  consumers' and followers' fetches (read_committed ones too while the closed log knows its
+  last stable offset), the group coordinator's loads, ListOffsets for the earliest and latest
+  offsets, OffsetForLeaderEpoch. A fetch with nothing to read waits its
   `max_wait_ms` as usual; if the partition wakes meanwhile, the read goes on at the replica;
-- anything else (a produce, DeleteRecords, a follower behind the log end or under another
-  leader epoch, a timestamp lookup) first wakes the replica (`wake(tp)`, once) and is then
+- anything else (a produce, a transaction marker, DeleteRecords, a follower behind the log
+  end or under another leader epoch, a timestamp lookup) first wakes the replica (`wake(tp)`, once) and is then
   sent to it, in the order the calls came, before anything sent to the new channel directly.
 
 A new partition is dormant from its creation (no process until a write), so the first write
@@ -46,7 +47,7 @@ from rafka.common.types import TopicPartition
 from rafka.partition_worker.closed_log import ClosedLog, ClosedLogError, ClosedLogReader
 from rafka.net.routing import STARTING_WAIT_MS
 from rafka.partition_worker.messages import (
-    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, DeleteRecordsResult, FetchResult,
+    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, DeleteRecordsResult, FetchIsolation, FetchResult,
     FollowerAppendResult, OffsetLookup, ProduceResult,
 )
 
@@ -221,6 +222,15 @@ class DormantChannel:
                                      ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER), bound_s=bound_s,
                                      if_late=ProduceResult(ErrorCode.REQUEST_TIMED_OUT, error_message=_WAKE_LATE))
 
+    def write_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                         timeout_ms: int) -> Awaitable[ProduceResult]:
+        """A transaction coordinator's marker once the replica runs; REQUEST_TIMED_OUT, with
+        nothing written, when the wake takes more than half its `timeout_ms` (it retries)."""
+        return self._through_replica(
+            lambda c: c.write_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit, timeout_ms),
+            ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER), bound_s=max(timeout_ms, 0) / 2000,
+            if_late=ProduceResult(ErrorCode.REQUEST_TIMED_OUT, error_message=_WAKE_LATE))
+
     def delete_records(self, offset: int) -> Awaitable[DeleteRecordsResult]:
         return self._through_replica(lambda c: c.delete_records(offset),
                                      DeleteRecordsResult(ErrorCode.NOT_LEADER_OR_FOLLOWER))
@@ -252,18 +262,20 @@ class DormantChannel:
             self._wake(self.tp)
 
     # -- reads -----------------------------------------------------------------------------
-    def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> Awaitable[FetchResult]:
-        return self.start_read(fetch_offset, max_bytes, max_wait_ms).answer
+    def read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0,
+             read_committed: bool = False) -> Awaitable[FetchResult]:
+        return self.start_read(fetch_offset, max_bytes, max_wait_ms, read_committed).answer
 
-    def start_read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0) -> Any:
-        """A consumer's read, up to the high watermark."""
-        return self._read(lambda c: c.start_read(fetch_offset, max_bytes, max_wait_ms),
-                          lambda r: r.read(fetch_offset, max_bytes), max_wait_ms)
+    def start_read(self, fetch_offset: int, max_bytes: int, max_wait_ms: int = 0, read_committed: bool = False) -> Any:
+        """A consumer's read, up to the high watermark (`read_committed`: the last stable offset)."""
+        isolation = FetchIsolation.TXN_COMMITTED if read_committed else FetchIsolation.HIGH_WATERMARK
+        return self._read(lambda c: c.start_read(fetch_offset, max_bytes, max_wait_ms, read_committed),
+                          lambda r: r.read(fetch_offset, max_bytes, isolation=isolation), max_wait_ms)
 
     def read_log_end(self, fetch_offset: int, max_bytes: int) -> Awaitable[FetchResult]:
         """The broker's own read (the group coordinator's load), up to the log end."""
         return self._read(lambda c: _Started(c.read_log_end(fetch_offset, max_bytes)),
-                          lambda r: r.read(fetch_offset, max_bytes, up_to_log_end=True), 0).answer
+                          lambda r: r.read(fetch_offset, max_bytes, isolation=FetchIsolation.LOG_END), 0).answer
 
     def start_replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int,
                            max_wait_ms: int = 0) -> Any:
@@ -278,7 +290,8 @@ class DormantChannel:
                 or (leader_epoch >= 0 and leader_epoch != closed.latest_epoch)):
             return DormantRead(asyncio.ensure_future(self._through_replica(
                 lambda c: at_replica(c).answer, _LOST)))
-        return self._read(at_replica, lambda r: r.read(fetch_offset, max_bytes, up_to_log_end=True), max_wait_ms)
+        return self._read(at_replica, lambda r: r.read(fetch_offset, max_bytes, isolation=FetchIsolation.LOG_END),
+                          max_wait_ms)
 
     def _read(self, at_replica: Callable[[Any], Any], here: Callable[[ClosedLogReader], FetchResult],
               max_wait_ms: int) -> Any:
@@ -333,19 +346,22 @@ class DormantChannel:
             if result is not None and not self._ended and (released.is_set() or loop.time() >= deadline):
                 return result
 
-    def list_offset(self, timestamp: int) -> Awaitable[OffsetLookup]:
+    def list_offset(self, timestamp: int, isolation_level: int = 0) -> Awaitable[OffsetLookup]:
         """The earliest and latest offsets from what the broker keeps (once it is closed, while
-        it closes); a lookup by time or of the largest timestamp reads record timestamps: the
-        replica answers it."""
+        it closes; read_committed's latest, `isolation_level` 1, is the last stable offset,
+        when the closed log knows it); a lookup by time or of the largest timestamp reads record
+        timestamps: the replica answers it."""
         closed = self.closed
         if self.pending and timestamp in (LATEST_TIMESTAMP, EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-            return asyncio.ensure_future(self._once_settled(lambda: self.list_offset(timestamp)))
+            return asyncio.ensure_future(self._once_settled(lambda: self.list_offset(timestamp, isolation_level)))
         if closed is not None and not self._ended:
-            if timestamp == LATEST_TIMESTAMP:
-                return _done(OffsetLookup(ErrorCode.NONE, -1, closed.high_watermark, closed.latest_epoch))
+            latest = closed.last_stable_offset if isolation_level == 1 else closed.high_watermark
+            if timestamp == LATEST_TIMESTAMP and latest is not None:
+                return _done(OffsetLookup(ErrorCode.NONE, -1, latest, closed.latest_epoch))
             if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
                 return _done(OffsetLookup(ErrorCode.NONE, -1, closed.log_start_offset, closed.latest_epoch))
-        return self._through_replica(lambda c: c.list_offset(timestamp), OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER),
+        return self._through_replica(lambda c: c.list_offset(timestamp, isolation_level),
+                                     OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER),
                                      bound_s=STARTING_WAIT_MS / 1000, if_late=OffsetLookup(ErrorCode.REQUEST_TIMED_OUT))
 
     async def offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int) -> tuple[ErrorCode, int, int]:

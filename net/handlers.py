@@ -27,6 +27,8 @@ from rafka.net.routing import STARTING_WAIT_MS, leader_channel, once_started
 from rafka.net.protocol.apis import APIS
 from rafka.net.server import CloseConnection
 from rafka.net.starting_leaders import StartingLeaders
+from rafka.net.txn_marker_handlers import TXN_MARKER_APIS, TxnMarkerApis
+from rafka.net.txn_produce import NO_VERIFICATION, TransactionVerifier, refusal, transactional_writes
 from rafka.partition_worker.messages import FetchResult, ProduceResult
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,7 @@ CREATE_TOPICS, DELETE_TOPICS, DELETE_RECORDS, INIT_PRODUCER_ID, DESCRIBE_CLUSTER
     apis.CREATE_TOPICS.key, apis.DELETE_TOPICS.key, apis.DELETE_RECORDS.key, apis.INIT_PRODUCER_ID.key,
     apis.DESCRIBE_CLUSTER.key)
 CREATE_PARTITIONS = apis.CREATE_PARTITIONS.key
+READ_COMMITTED = 1  # Fetch's and ListOffsets' isolation_level (0: read_uncommitted)
 BROKER_ENDPOINT = 1  # DescribeCluster's EndpointType (KIP-919): 0 unknown, 1 broker, 2 controller
 NULL_UUID = uuid.UUID(int=0)
 
@@ -92,14 +95,17 @@ def _advertised_ranges() -> dict[int, tuple[int, int]]:
 
 IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS,
                DELETE_RECORDS, INIT_PRODUCER_ID, DESCRIBE_CLUSTER, CREATE_PARTITIONS, *GROUP_APIS, *CONFIG_APIS,
-               *REPLICATION_APIS, *LOG_DIR_APIS)
+               *REPLICATION_APIS, *LOG_DIR_APIS, *TXN_MARKER_APIS)
 
 
 class RequestDispatcher:
     """Turns one request frame into response parts (see `net.server.RequestHandler`)."""
 
-    def __init__(self, services: BrokerServices) -> None:
+    def __init__(self, services: BrokerServices, verifier: TransactionVerifier = NO_VERIFICATION) -> None:
+        """`verifier` confirms that a transactional batch's partition is in its producer's
+        transaction (KIP-890 part 1; see `txn_produce`)."""
         self._services = services
+        self._verifier = verifier
         self._ranges = _advertised_ranges()
         self._auto_creator = TopicAutoCreator(services, services.broker_id)
         self._handlers: dict[int, Callable[[int, dict], Awaitable[dict | None]]] = {
@@ -117,7 +123,8 @@ class RequestDispatcher:
         }
         # Group APIs also get who asked (client id, host): members are described with them.
         self._context_handlers = {**GroupApis(services).handlers(), **ConfigApis(services).handlers(),
-                                 **ReplicationApis(services).handlers(), **LogDirApis(services).handlers()}
+                                 **ReplicationApis(services).handlers(), **LogDirApis(services).handlers(),
+                                 **TxnMarkerApis(services).handlers()}
 
     @property
     def advertised(self) -> dict[int, tuple[int, int]]:
@@ -251,19 +258,21 @@ class RequestDispatcher:
 
     async def _produce(self, version: int, body: dict) -> dict | None:
         acks = body["acks"]
-        if body.get("transactional_id") is not None:
-            code: ErrorCode | None = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-        elif acks not in (-1, 0, 1):
+        transactional_id = body.get("transactional_id")
+        writes = transactional_writes((t["name"], p["index"], p["records"])
+                                      for t in body["topic_data"] for p in t["partition_data"])
+        code = refusal(transactional_id, writes)
+        if code is None and acks not in (-1, 0, 1):
             code = ErrorCode.INVALID_REQUIRED_ACKS
-        else:
-            code = None
+        verified = await self._verifier.verify(transactional_id, writes) if writes and code is None else {}
         jobs: list[tuple[str, int, Awaitable | ErrorCode]] = []
         for topic_data in body["topic_data"]:
             topic = topic_data["name"]
             for pdata in topic_data["partition_data"]:
                 index = pdata["index"]
-                if code is not None:
-                    jobs.append((topic, index, code))
+                refused = code or (verified.get(TopicPartition(topic, index)) if verified else None)
+                if refused:
+                    jobs.append((topic, index, refused))
                     continue
                 err, channel = self._leader_channel(topic, index)
                 records = pdata["records"]
@@ -323,6 +332,7 @@ class RequestDispatcher:
                 wanted.append((name, p, err, channel))
         max_wait_ms = min(max_wait_ms, max(0, int((deadline - loop.time()) * 1000)))
         replica_id = body["replica_state"]["replica_id"] if version >= 15 else body.get("replica_id", -1)
+        read_committed = replica_id < 0 and body.get("isolation_level", 0) == READ_COMMITTED
         # Kafka answers at once when a partition of the fetch has an error (DelayedFetch).
         complete_now = any(err is not ErrorCode.NONE for _, _, err, _ in wanted)
         if complete_now:
@@ -333,9 +343,10 @@ class RequestDispatcher:
                                                 p["partition_max_bytes"], max_wait_ms)
                      if channel is not None else None for _, p, _, channel in wanted]
         else:
-            reads = [channel.start_read(p["fetch_offset"], p["partition_max_bytes"], max_wait_ms)
+            reads = [channel.start_read(p["fetch_offset"], p["partition_max_bytes"], max_wait_ms, read_committed)
                      if channel is not None else None for _, p, _, channel in wanted]
-            read_on = _reading_on([(p, channel) for _, p, _, channel in wanted if channel is not None], max_wait_ms)
+            read_on = _reading_on([(p, channel) for _, p, _, channel in wanted if channel is not None], max_wait_ms,
+                                  read_committed)
         started = [r for r in reads if r is not None]
         answers = iter(await await_fetch(started, min_bytes, max_wait_ms, complete_now, read_on))
         return self._fetch_response(version, wanted, [next(answers) if r is not None else None for r in reads],
@@ -357,10 +368,12 @@ class RequestDispatcher:
                 error = result.error
                 if error is ErrorCode.KAFKA_STORAGE_ERROR and version < 6:
                     error = ErrorCode.NOT_LEADER_OR_FOLLOWER  # older clients do not know it (Kafka's rule)
+                aborted = result.aborted_transactions   # (None but for read_committed, as Kafka's)
                 entry.update(error_code=error, high_watermark=result.high_watermark,
                              last_stable_offset=result.last_stable_offset,
                              log_start_offset=result.log_start_offset,
-                             aborted_transactions=[] if version >= 4 else None,
+                             aborted_transactions=None if aborted is None else [
+                                 {"producer_id": a.producer_id, "first_offset": a.first_offset} for a in aborted],
                              records=FileRecords(regions) if regions else b"")
             responses.setdefault(name, []).append(entry)
         return {"throttle_time_ms": 0, "error_code": 0, "session_id": 0,
@@ -381,7 +394,7 @@ class RequestDispatcher:
                          "timestamp": -1, "offset": -1, "leader_epoch": -1, "old_style_offsets": []}
                 entries.append(entry)
                 if channel is not None:
-                    calls.append((entry, channel.list_offset(p["timestamp"])))
+                    calls.append((entry, channel.list_offset(p["timestamp"], body.get("isolation_level", 0))))
             for entry, result in zip([e for e, _ in calls], await asyncio.gather(*[c for _, c in calls])):
                 entry.update(error_code=result.error, timestamp=result.timestamp, offset=result.offset,
                              leader_epoch=result.leader_epoch)
@@ -425,8 +438,7 @@ class RequestDispatcher:
         """Idempotent producers get an id (and, per KIP-360, a bumped epoch) from this broker.
 
         A transactional id needs a transaction coordinator, which rafka does not run yet: the
-        producer gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error that says so, the
-        same answer its transactional produce requests would get.
+        producer gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error that says so.
         """
         if body.get("transactional_id") is not None:
             return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
@@ -494,10 +506,11 @@ class RequestDispatcher:
         return {"throttle_time_ms": 0, "results": out}
 
 
-def _reading_on(partitions: list[tuple[dict, Any]], max_wait_ms: int) -> Callable[[int, FetchResult], PendingRead | None]:
+def _reading_on(partitions: list[tuple[dict, Any]], max_wait_ms: int,
+                read_committed: bool = False) -> Callable[[int, FetchResult], PendingRead | None]:
     """How a consumer's fetch short of min_bytes reads on in partition `i` (its request entry
     and channel), from where its data so far ends (its fetch offset while it has none), within
-    its partition_max_bytes and what is left of max_wait_ms."""
+    its partition_max_bytes and what is left of max_wait_ms, with the fetch's isolation."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max_wait_ms / 1000
 
@@ -507,6 +520,7 @@ def _reading_on(partitions: list[tuple[dict, Any]], max_wait_ms: int) -> Callabl
         wait_ms = int((deadline - loop.time()) * 1000)
         if room <= 0 or wait_ms <= 0:
             return None
-        return channel.start_read(so_far.next_offset if so_far.regions else p["fetch_offset"], room, wait_ms)
+        return channel.start_read(so_far.next_offset if so_far.regions else p["fetch_offset"], room, wait_ms,
+                                  read_committed)
     return read_on
 

@@ -7,6 +7,13 @@ answers Fetch, ListOffsets (earliest, latest) and OffsetForLeaderEpoch from the 
 from the few numbers here, and starts the replica again for anything that changes the log.
 A new partition whose directory holds no segment yet is a closed log too (empty).
 
+read_committed reads (KIP-98) stop at the last stable offset, taken at close from the producer
+snapshot the replica wrote at its log end (the transactions still open), and report the
+aborted transactions among their records from the segments' `.txnindex` files. When the LSO
+cannot be known so (no snapshot at the log end; a high watermark below the log end, where a
+transaction's marker above it would hold the LSO back), it is None and such reads need the
+replica.
+
 Reads open the segment that holds the offset read-only (`LogSegment.open(read_only=True)`:
 an index that fails its checks raises instead of being rebuilt, since only the replica
 writes) and keep the last few open; nothing is held for a partition nobody reads.
@@ -27,7 +34,10 @@ from rafka.partition_worker.cleaner import cleanable_info
 from rafka.partition_worker.checkpoints import LEADER_EPOCH_CHECKPOINT, EpochEntry, LeaderEpochCache, epoch_end_offset
 from rafka.partition_worker.index import CorruptIndexError
 from rafka.partition_worker.log import CLEAN_SHUTDOWN_FILE
-from rafka.partition_worker.messages import FetchResult, Region
+from rafka.partition_worker.messages import AbortedTransaction, FetchIsolation, FetchResult, Region
+from rafka.partition_worker.producer_state import CorruptSnapshotError, ProducerStateManager, snapshot_file_name
+from rafka.partition_worker.txn_index import AbortedTxn, CorruptTxnIndexError, collect_aborted_txns, decode_entries, \
+    txn_index_file_name
 from rafka.partition_worker.segment import LOG_SUFFIX, LogSegment
 
 # Files that say a cleaner swap was cut short: only the replica's recovery may finish it.
@@ -53,6 +63,7 @@ class ClosedLog:
     high_watermark: int
     size_bytes: int
     leader_epochs: tuple[EpochEntry, ...]
+    last_stable_offset: int | None = None   # None: not known without the replica (module docstring)
 
     @property
     def latest_epoch(self) -> int:
@@ -70,19 +81,28 @@ class ClosedLogReader:
     def __init__(self, log: ClosedLog) -> None:
         self.log = log
         self._open: OrderedDict[int, LogSegment] = OrderedDict()
+        self._txn_indexes: dict[int, list[AbortedTxn]] = {}   # segment base -> its aborts
 
     # -- reads -----------------------------------------------------------------------------
-    def read(self, fetch_offset: int, max_bytes: int, *, up_to_log_end: bool = False) -> FetchResult:
-        """Whole batches from `fetch_offset` up to the high watermark (or the log end) as file
+    def read(self, fetch_offset: int, max_bytes: int, *,
+             isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> FetchResult:
+        """Whole batches from `fetch_offset` up to the high watermark (read_committed: the last
+        stable offset, with the aborted transactions among them; LOG_END: the log end) as file
         regions, as the replica answers a consumer's read; OFFSET_OUT_OF_RANGE outside the log.
-        Raises ClosedLogError when the files do not read as the replica left them."""
+        Raises ClosedLogError when the files do not read as the replica left them, or for a
+        read_committed read when the LSO is not known."""
         log = self.log
         hw, start = log.high_watermark, log.log_start_offset
+        committed = isolation is FetchIsolation.TXN_COMMITTED
+        if committed and log.last_stable_offset is None:
+            raise ClosedLogError(f"the last stable offset of {log.directory} is not known without its replica")
+        lso = hw if log.last_stable_offset is None else log.last_stable_offset
         if fetch_offset > log.log_end_offset or fetch_offset < start:
-            return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, hw, start)
-        end = log.log_end_offset if up_to_log_end else hw
+            return FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, hw, lso, start)
+        end = log.log_end_offset if isolation is FetchIsolation.LOG_END else (lso if committed else hw)
+        nothing = FetchResult(ErrorCode.NONE, hw, lso, start, aborted_transactions=() if committed else None)
         if fetch_offset >= end:
-            return FetchResult(ErrorCode.NONE, hw, hw, start)
+            return nothing
         regions: list[Region] = []
         next_offset, budget = fetch_offset, max_bytes
         i = max(0, bisect_right(log.bases, fetch_offset) - 1)
@@ -103,8 +123,34 @@ class ClosedLogReader:
             if budget <= 0 or next_offset < segment.next_offset:
                 break
         if not regions:
-            return FetchResult(ErrorCode.NONE, hw, hw, start)
-        return FetchResult(ErrorCode.NONE, hw, hw, start, tuple(regions), next_offset)
+            return nothing
+        aborted = self._aborted(fetch_offset, next_offset) if committed else None
+        return FetchResult(ErrorCode.NONE, hw, lso, start, tuple(regions), next_offset, aborted_transactions=aborted)
+
+    def _aborted(self, fetch_offset: int, upper_bound_offset: int) -> tuple[AbortedTransaction, ...]:
+        """The aborted transactions overlapping [fetch_offset, upper_bound_offset), from the
+        `.txnindex` files of the segments from the one holding `fetch_offset` on (each read
+        once per reader: a closed log's do not change)."""
+        bases = self.log.bases
+        i = max(0, bisect_right(bases, fetch_offset) - 1)
+        segments = [(base, self._txn_entries(base)) for base in bases[i:]]
+        return tuple(AbortedTransaction(t.producer_id, t.first_offset)
+                     for t in collect_aborted_txns(segments, fetch_offset, upper_bound_offset))
+
+    def _txn_entries(self, base: int) -> list[AbortedTxn]:
+        entries = self._txn_indexes.get(base)
+        if entries is None:
+            try:
+                data = (Path(self.log.directory) / txn_index_file_name(base)).read_bytes()
+            except FileNotFoundError:
+                data = b""   # (most segments never see an abort)
+            except OSError as e:
+                raise ClosedLogError(f"reading the transaction index of segment {base}: {e}") from e
+            try:
+                entries = self._txn_indexes[base] = decode_entries(data)
+            except CorruptTxnIndexError as e:
+                raise ClosedLogError(f"transaction index of segment {base}: {e}") from e
+        return entries
 
     def close(self) -> None:
         """Close the segments a read left open (the partition woke or left this broker)."""
@@ -163,7 +209,26 @@ def read_closed_log(directory: Path, *, log_start_offset: int | None = None,
     start = bases[0] if log_start_offset is None else min(max(log_start_offset, bases[0]), end)
     hw = end if high_watermark is None else min(max(high_watermark, 0), end)
     epochs = LeaderEpochCache(directory).entries if (directory / LEADER_EPOCH_CHECKPOINT).exists() else ()
-    return ClosedLog(str(directory), tuple(bases), start, end, hw, size, tuple(epochs))
+    return ClosedLog(str(directory), tuple(bases), start, end, hw, size, tuple(epochs),
+                     _last_stable_offset(directory, end, hw))
+
+
+def _last_stable_offset(directory: Path, log_end_offset: int, high_watermark: int) -> int | None:
+    """The LSO of a closed log: the first offset of the earliest transaction its producer
+    snapshot at the log end says is open, else the high watermark. None when that snapshot
+    is missing or unreadable, or the high watermark is below the log end (a transaction whose
+    marker lies above it would still hold the LSO back, and no snapshot says which)."""
+    if high_watermark < log_end_offset:
+        return None
+    if log_end_offset == 0:
+        return 0
+    try:
+        producers = ProducerStateManager.decode_producers((directory / snapshot_file_name(log_end_offset)).read_bytes())
+    except (OSError, CorruptSnapshotError):
+        return None
+    first = min((e.current_txn_first_offset for e in producers.values() if e.current_txn_first_offset is not None),
+                default=None)
+    return high_watermark if first is None else min(first, high_watermark)
 
 
 def upkeep_due(log: ClosedLog, config: LogConfig, cleaner_offset: int | None, now_ms: int) -> str | None:

@@ -11,6 +11,13 @@ read must not hold up an append), so the caller matches them by id. Appends on o
 connection are applied in the order they were sent. A RELEASE ends the wait of a parked
 read at once; it has no answer of its own, and a read already answered ignores it.
 
+A read_committed consumer's read (READ_COMMITTED) stops at the last stable offset and its
+answer lists the aborted transactions among its records; it follows as a read_uncommitted one
+does, up to the last stable offset. A consumer's answer says whether its committed window is
+stable too (below the LSO, no aborted transaction in it): only then may the front end serve a
+read_committed read from it. A transaction coordinator's COMMIT or ABORT marker
+(WRITE_TXN_MARKER) is an append like any other, in order with them.
+
 A consumer's read may name a follow id: answered with data up to the high watermark (the
 consumer has caught up) other than by a RELEASE, the replica then parks the same read at the
 offset after that data under the follow id, and says so in the answer (`followed`). The next
@@ -33,8 +40,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rafka.common.errors import ErrorCode
-from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup,
-                                             ProduceResult, Region)
+from rafka.partition_worker.messages import (AbortedTransaction, DeleteRecordsResult, FetchIsolation, FetchResult,
+                                             FollowerAppendResult, OffsetLookup, ProduceResult, Region)
 
 
 class Op:
@@ -50,6 +57,8 @@ class Op:
     READ_LOG_END = 6     # the broker's own read of a partition it leads, up to the log end (see encode_read)
     LIST_OFFSET = 7      # ListOffsets: on this socket, so it keeps its order with the requests before it
     DELETE_RECORDS = 8   # DeleteRecords: likewise (a ListOffsets right after it must see it)
+    READ_COMMITTED = 9   # a read_committed consumer's read, up to the last stable offset (KIP-98)
+    WRITE_TXN_MARKER = 10  # a transaction coordinator's COMMIT or ABORT marker, appended as the leader
 
 
 FRAME_HEAD = struct.Struct(">II")            # length (of what follows), request id
@@ -62,7 +71,7 @@ _REPLICA_READ = struct.Struct(">BiiqiI")     # op, follower broker, its leader e
 _PRODUCE_RESULT = struct.Struct(">hqqqH")    # error, base offset, append time, log start, message length
 _RECORD_ERRORS = struct.Struct(">H")         # count of record errors, after the message
 _RECORD_ERROR = struct.Struct(">iH")         # batch index, message length
-_LIST_OFFSET = struct.Struct(">Bq")         # op, timestamp (or LATEST -1, EARLIEST -2, ...)
+_LIST_OFFSET = struct.Struct(">Bqb")         # op, timestamp (or LATEST -1, EARLIEST -2, ...), isolation level
 _OFFSET_LOOKUP = struct.Struct(">hqqi")      # error, timestamp, offset, leader epoch
 _DELETE_RECORDS = struct.Struct(">Bq")      # op, offset (-1: the high watermark)
 _DELETED = struct.Struct(">hq")              # error, low watermark
@@ -71,6 +80,13 @@ _FOLLOWER_RESULT = struct.Struct(">hqq")    # error, log end offset, high waterm
 _FETCH_HEAD = struct.Struct(">hqqqqqHB")     # error, high watermark, last stable, log start, next offset,
 #                                              committed end, regions, followed (see the module docstring)
 _REGION = struct.Struct(">HqIQ")             # path length, position, length, inode
+_TAIL = struct.Struct(">Bi")                  # after the regions: stable window, aborted transactions (-1: none)
+_ABORTED = struct.Struct(">qq")               # producer id, first offset
+_TXN_MARKER = struct.Struct(">BqhiBI")        # op, producer id, producer epoch, coordinator epoch, commit,
+#                                               timeout ms (the wait for the followers: markers are acks=all)
+_READ_OPS = {FetchIsolation.HIGH_WATERMARK: Op.READ, FetchIsolation.TXN_COMMITTED: Op.READ_COMMITTED,
+             FetchIsolation.LOG_END: Op.READ_LOG_END}
+_ISOLATION_OF_OP = {op: isolation for isolation, op in _READ_OPS.items()}
 
 # Unix socket paths are limited to 107 bytes, so they are named by a hash.
 SOCKET_DIR = Path(tempfile.gettempdir()) / f"rafka-{os.getuid()}"
@@ -180,31 +196,48 @@ def decode_produce_results(body: memoryview) -> list[ProduceResult]:
     return results
 
 
-def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int, up_to_log_end: bool = False,
-                follow_id: int = 0) -> bytes:
-    """A read up to the high watermark (a consumer's), or with `up_to_log_end` up to the leader's
-    log end: the broker's own read of a partition it has come to lead, as Kafka's group
-    coordinator loads `__consumer_offsets` (FetchIsolation.LOG_END). A consumer's read may name
-    a `follow_id` (see the module docstring)."""
-    return _READ.pack(Op.READ_LOG_END if up_to_log_end else Op.READ, fetch_offset, max_bytes, max(0, max_wait_ms),
-                      follow_id)
+def encode_read(fetch_offset: int, max_bytes: int, max_wait_ms: int,
+                isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK, follow_id: int = 0) -> bytes:
+    """A consumer's read up to the high watermark (read_uncommitted) or the last stable offset
+    (read_committed, TXN_COMMITTED), or up to the leader's log end (LOG_END): the broker's own
+    read of a partition it has come to lead, as Kafka's group coordinator loads
+    `__consumer_offsets`. A consumer's read may name a `follow_id` (see the module docstring)."""
+    return _READ.pack(_READ_OPS[isolation], fetch_offset, max_bytes, max(0, max_wait_ms), follow_id)
 
 
-def decode_read(body: memoryview) -> tuple[int, int, int, bool, int]:
-    """(fetch offset, max bytes, max wait ms, up to the log end, follow id)."""
+def decode_read(body: memoryview) -> tuple[int, int, int, FetchIsolation, int]:
+    """(fetch offset, max bytes, max wait ms, isolation, follow id)."""
     op, offset, max_bytes, max_wait_ms, follow_id = _READ.unpack_from(body, 0)
-    return offset, max_bytes, max_wait_ms, op == Op.READ_LOG_END, follow_id
+    return offset, max_bytes, max_wait_ms, _ISOLATION_OF_OP[op], follow_id
 
 
-def encode_list_offset(timestamp: int) -> bytes:
-    """A ListOffsets lookup. It goes over the data socket, not as an actor call, so that it sees
+def encode_list_offset(timestamp: int, isolation_level: int = 0) -> bytes:
+    """A ListOffsets lookup (`isolation_level` 1: read_committed, whose latest offset is the
+    last stable offset). It goes over the data socket, not as an actor call, so that it sees
     every append the front end sent before it: a consumer resetting to the latest offset
     while a producer writes must not be told an offset past records it never read."""
-    return _LIST_OFFSET.pack(Op.LIST_OFFSET, timestamp)
+    return _LIST_OFFSET.pack(Op.LIST_OFFSET, timestamp, isolation_level)
 
 
-def decode_list_offset(body: memoryview) -> int:
-    return _LIST_OFFSET.unpack_from(body, 0)[1]
+def decode_list_offset(body: memoryview) -> tuple[int, int]:
+    """(timestamp, isolation level)."""
+    _, timestamp, isolation_level = _LIST_OFFSET.unpack_from(body, 0)
+    return timestamp, isolation_level
+
+
+def encode_txn_marker(producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
+                      timeout_ms: int) -> bytes:
+    """A transaction coordinator's marker for `producer_id`'s transaction (COMMIT when
+    `commit`, else ABORT), answered once the followers have it or `timeout_ms` passed (Kafka
+    appends markers with acks=all)."""
+    return _TXN_MARKER.pack(Op.WRITE_TXN_MARKER, producer_id, producer_epoch, coordinator_epoch, commit,
+                            max(0, min(timeout_ms, 0xFFFFFFFF)))
+
+
+def decode_txn_marker(body: memoryview) -> tuple[int, int, int, bool, int]:
+    """(producer id, producer epoch, coordinator epoch, commit, timeout ms)."""
+    _, producer_id, producer_epoch, coordinator_epoch, commit, timeout_ms = _TXN_MARKER.unpack_from(body, 0)
+    return producer_id, producer_epoch, coordinator_epoch, bool(commit), timeout_ms
 
 
 def encode_offset_lookup(lookup: OffsetLookup) -> bytes:
@@ -288,13 +321,19 @@ def encode_fetch_result(result: FetchResult, followed: bool = False) -> bytes:
     for region in result.regions:
         path = region.path.encode()
         out += _REGION.pack(len(path), region.position, region.length, region.inode) + path
+    aborted = result.aborted_transactions
+    out += _TAIL.pack(result.stable_window, -1 if aborted is None else len(aborted))
+    for txn in aborted or ():
+        out += _ABORTED.pack(txn.producer_id, txn.first_offset)
     return bytes(out)
 
 
-def follows(result: FetchResult) -> bool:
+def follows(result: FetchResult, isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> bool:
     """Whether a read with a follow id that is answered `result` (not by a RELEASE) is followed:
-    it brought data, and up to the high watermark (its consumer has caught up)."""
-    return bool(result.regions) and result.error is ErrorCode.NONE and result.next_offset >= result.high_watermark
+    it brought data, and up to the high watermark (read_committed: the last stable offset), so
+    its consumer has caught up."""
+    end = result.last_stable_offset if isolation is FetchIsolation.TXN_COMMITTED else result.high_watermark
+    return bool(result.regions) and result.error is ErrorCode.NONE and result.next_offset >= end
 
 
 def fetch_result_followed(body: memoryview) -> bool:
@@ -310,7 +349,14 @@ def decode_fetch_result(body: memoryview) -> FetchResult:
         pos += _REGION.size
         regions.append(Region(bytes(body[pos:pos + size]).decode(), position, length, inode))
         pos += size
-    return FetchResult(ErrorCode(error), hw, lso, start, tuple(regions), next_offset, committed_end)
+    stable_window, aborted_count = _TAIL.unpack_from(body, pos)
+    aborted = None
+    if aborted_count >= 0:
+        pos += _TAIL.size
+        aborted = tuple(AbortedTransaction(*_ABORTED.unpack_from(body, pos + i * _ABORTED.size))
+                        for i in range(aborted_count))
+    return FetchResult(ErrorCode(error), hw, lso, start, tuple(regions), next_offset, committed_end, aborted,
+                       bool(stable_window))
 
 
 @dataclass(frozen=True)
@@ -328,12 +374,16 @@ class Exchange:
 EXCHANGES: dict[int, Exchange] = {
     Op.APPEND: Exchange(encode_append, decode_append, encode_produce_results, decode_produce_results),
     Op.READ: Exchange(encode_read, decode_read, encode_fetch_result, decode_fetch_result),
-    Op.READ_LOG_END: Exchange(partial(encode_read, up_to_log_end=True), decode_read, encode_fetch_result,
-                              decode_fetch_result),
+    Op.READ_LOG_END: Exchange(partial(encode_read, isolation=FetchIsolation.LOG_END), decode_read,
+                              encode_fetch_result, decode_fetch_result),
+    Op.READ_COMMITTED: Exchange(partial(encode_read, isolation=FetchIsolation.TXN_COMMITTED), decode_read,
+                                encode_fetch_result, decode_fetch_result),
     Op.REPLICA_READ: Exchange(encode_replica_read, decode_replica_read, encode_fetch_result, decode_fetch_result),
     Op.FOLLOWER_APPEND: Exchange(encode_follower_append, decode_follower_append, encode_follower_result,
                                  decode_follower_result),
     Op.RELEASE: Exchange(encode_release, decode_release, None, None),
     Op.LIST_OFFSET: Exchange(encode_list_offset, decode_list_offset, encode_offset_lookup, decode_offset_lookup),
     Op.DELETE_RECORDS: Exchange(encode_delete_records, decode_delete_records, encode_deleted, decode_deleted),
+    Op.WRITE_TXN_MARKER: Exchange(encode_txn_marker, decode_txn_marker, encode_produce_results,
+                                  decode_produce_results),
 }

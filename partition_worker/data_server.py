@@ -20,7 +20,7 @@ from rafka.common.frames import FramedProtocol
 from rafka.partition_worker import data_channel as dc
 from rafka.partition_worker.data_channel import Op
 from rafka.partition_worker.held_writes import HeldWrites
-from rafka.partition_worker.messages import FetchResult, ProduceResult
+from rafka.partition_worker.messages import FetchIsolation, FetchResult, ProduceResult
 from rafka.partition_worker.parked_reads import Follow, ParkedReads
 from rafka.partition_worker.purgatory import is_final
 
@@ -88,14 +88,16 @@ class DataServer:
         (`data_channel`'s follow reads), and the answer says so."""
         if transport is None or transport.is_closing():
             return
-        followed = follow is not None and dc.follows(result)
+        followed = follow is not None and dc.follows(result, follow.isolation)
         transport.write(dc.frame(request_id, dc.encode_fetch_result(result, followed)))
         if followed:
             offset, max_bytes, read_now = result.next_offset, follow.max_bytes, self._partition.read_now
+            isolation = follow.isolation
             waiting = FetchResult(ErrorCode.NONE, result.high_watermark, result.last_stable_offset,
-                                  result.log_start_offset)
+                                  result.log_start_offset,
+                                  aborted_transactions=() if isolation is FetchIsolation.TXN_COMMITTED else None)
             self.parked.park(follow.connection, transport, follow.follow_id,
-                             lambda: read_now(offset, max_bytes), waiting, follow.max_wait_ms, follow)
+                             lambda: read_now(offset, max_bytes, isolation), waiting, follow.max_wait_ms, follow)
 
 
 class _Connection:
@@ -134,7 +136,17 @@ class _Connection:
     def append(self, request_id: int, view: memoryview) -> None:
         acks, timeout_ms, record_sets = dc.decode_append(view)
         partition = self._partition
-        results = partition.append(record_sets, acks)
+        self._answer_appended(request_id, partition.append(record_sets, acks), acks, timeout_ms)
+
+    def write_txn_marker(self, request_id: int, view: memoryview) -> None:
+        """A transaction coordinator's marker: appended as the leader, answered with acks=all."""
+        producer_id, producer_epoch, coordinator_epoch, commit, timeout_ms = dc.decode_txn_marker(view)
+        result = self._partition.write_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit)
+        self._answer_appended(request_id, [result], -1, timeout_ms)
+
+    def _answer_appended(self, request_id: int, results: list[ProduceResult], acks: int, timeout_ms: int) -> None:
+        """Answer an append now, or with acks=all once the followers have it."""
+        partition = self._partition
         required = partition.log.log_end_offset
         if acks == -1 and partition.awaits_replication(results, required):
             asyncio.ensure_future(self._answer_after_replication(request_id, results, required, timeout_ms))
@@ -154,14 +166,15 @@ class _Connection:
             transport.write(dc.frame(request_id, dc.encode_produce_results(answered)))
 
     def read(self, request_id: int, view: memoryview) -> None:
-        """A consumer's read (READ) or the broker's own (READ_LOG_END)."""
-        offset, max_bytes, max_wait_ms, to_log_end, follow_id = dc.decode_read(view)
+        """A consumer's read (READ, READ_COMMITTED), which may follow (`data_channel`), or the
+        broker's own (READ_LOG_END)."""
+        offset, max_bytes, max_wait_ms, isolation, follow_id = dc.decode_read(view)
         read_now = self._partition.read_now
         follow = None
-        if follow_id and max_wait_ms > 0 and not to_log_end:
-            follow = Follow(self.id, follow_id, max_bytes, max_wait_ms)
-        self._answer_or_park(request_id, read_now(offset, max_bytes, to_log_end), max_wait_ms,
-                             lambda: read_now(offset, max_bytes, to_log_end), follow)
+        if follow_id and max_wait_ms > 0 and isolation is not FetchIsolation.LOG_END:
+            follow = Follow(self.id, follow_id, max_bytes, max_wait_ms, isolation)
+        self._answer_or_park(request_id, read_now(offset, max_bytes, isolation), max_wait_ms,
+                             lambda: read_now(offset, max_bytes, isolation), follow)
 
     def replica_read(self, request_id: int, view: memoryview) -> None:
         """A follower's fetch."""
@@ -181,7 +194,7 @@ class _Connection:
         self._server.parked.release(self.id, dc.decode_release(view))
 
     def list_offset(self, request_id: int, view: memoryview) -> None:
-        lookup = self._partition.list_offset(dc.decode_list_offset(view))
+        lookup = self._partition.list_offset(*dc.decode_list_offset(view))
         self._out.write(dc.frame(request_id, dc.encode_offset_lookup(lookup)))
 
     def delete_records(self, request_id: int, view: memoryview) -> None:
@@ -199,6 +212,8 @@ _HANDLERS: dict[int, Callable[[_Connection, int, memoryview], None]] = {
     Op.APPEND: _Connection.append,
     Op.READ: _Connection.read,
     Op.READ_LOG_END: _Connection.read,
+    Op.READ_COMMITTED: _Connection.read,
+    Op.WRITE_TXN_MARKER: _Connection.write_txn_marker,
     Op.REPLICA_READ: _Connection.replica_read,
     Op.FOLLOWER_APPEND: _Connection.follower_append,
     Op.RELEASE: _Connection.release,

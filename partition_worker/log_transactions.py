@@ -113,6 +113,11 @@ class LogTransactions:
         first = self.producer_state.first_unstable_offset()
         return high_watermark if first is None else min(first, high_watermark)
 
+    def has_aborts_from(self, base_offset: int) -> bool:
+        """Whether the segment starting at `base_offset` or a later one indexes an aborted
+        transaction (a read_committed read of those segments may have to report one)."""
+        return any(base >= base_offset and index.entries for base, index in self._indexes.items())
+
     def aborted_txns(self, bases: tuple[int, ...], fetch_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping [fetch_offset, upper_bound_offset) of the log
         whose segments start at `bases`, for a read_committed fetch."""

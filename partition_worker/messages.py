@@ -2,8 +2,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
+from typing import NamedTuple
 
 from rafka.common.errors import ErrorCode
+
+
+class FetchIsolation(IntEnum):
+    """How far a read may go (Kafka's `FetchIsolation`): a read_uncommitted consumer's up to
+    the high watermark, a read_committed consumer's up to the last stable offset (KIP-98),
+    the broker's own (and a follower's) up to the log end."""
+
+    HIGH_WATERMARK = 0
+    TXN_COMMITTED = 1
+    LOG_END = 2
+
+
+class AbortedTransaction(NamedTuple):
+    """One aborted transaction a read_committed fetch reports (FetchResponse's
+    `AbortedTransaction`): the consumer drops `producer_id`'s records from `first_offset` on,
+    up to that producer's ABORT marker."""
+
+    producer_id: int
+    first_offset: int
 
 
 @dataclass(frozen=True)
@@ -40,6 +61,12 @@ class FetchResult:
     # Where the committed whole batches end in the last region's file (-1: not known): the
     # front end reads on from `regions` up to there itself (net/data_plane.py).
     committed_end: int = -1
+    # A read_committed read's aborted transactions overlapping its records (None: another
+    # isolation, which reports none; Kafka sends null then).
+    aborted_transactions: tuple[AbortedTransaction, ...] | None = None
+    # The committed window (up to `committed_end`) is also below the last stable offset and no
+    # aborted transaction overlaps it: read_committed reads may be served from it too.
+    stable_window: bool = False
 
     @property
     def size(self) -> int:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from rafka.common.errors import ErrorCode
-from rafka.partition_worker.messages import FetchResult
+from rafka.partition_worker.messages import FetchIsolation, FetchResult
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,7 @@ class Follow:
     follow_id: int
     max_bytes: int
     max_wait_ms: int
+    isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK   # (a read_committed one reads to the LSO)
 
 
 # Writes a read's answer on its connection; given the read's `Follow` unless it was released.

@@ -11,7 +11,8 @@ the rules for finding a file after retention or compaction stay inside `partitio
   own (`file_reaper`: freeing a deleted segment's blocks would stall the event loop);
 - `read_region`: one region's bytes, found by identity;
 - `iter_headers`: the batch headers in a stretch of a segment file (no CRC check);
-- `next_offset_after`: the offset after the last whole batch of some bytes.
+- `next_offset_after`: the offset after the last whole batch of some bytes;
+- `transactional_producer`: the producer of a produce request's transactional batch.
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from typing import BinaryIO, Callable
 from rafka.partition_worker.file_cache import SegmentFileCache
 from rafka.partition_worker.file_reaper import file_reaper
 from rafka.partition_worker.messages import Region
-from rafka.partition_worker.record_batch import BatchHeader, next_offset_after
+from rafka.partition_worker.record_batch import (
+    ATTRIBUTES_OFFSET, HEADER_STRUCT, TRANSACTIONAL_FLAG_MASK, BatchHeader, next_offset_after,
+)
 from rafka.partition_worker.segment import iter_headers
 from rafka.partition_worker.segment_files import open_region_file, read_region
 
@@ -34,6 +37,16 @@ REGION_FILES_SWEEP_INTERVAL_S = 30.0
 def region_key(region: Region) -> tuple[str, int]:
     """The cache key of a region's file: its path and inode (0, or none: whatever the path names)."""
     return region.path, getattr(region, "inode", 0)
+
+
+def transactional_producer(records: bytes | bytearray | memoryview) -> tuple[int, int] | None:
+    """(producer id, producer epoch) of the first batch of a produce request's records when it
+    is transactional (a v3+ produce carries exactly one); None when it is not, or too short to
+    say (the replica refuses such records). Reads the header only: no CRC check."""
+    if len(records) < HEADER_STRUCT.size or not records[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK:
+        return None
+    fields = HEADER_STRUCT.unpack_from(records, 0)
+    return fields[9], fields[10]
 
 
 def _open_region(key: tuple[str, int]) -> BinaryIO | None:
@@ -51,4 +64,5 @@ def region_file_cache(capacity: int = REGION_FILE_CACHE_CAPACITY, *,
 __all__ = [
     "BatchHeader", "REGION_FILE_CACHE_CAPACITY", "REGION_FILES_SWEEP_INTERVAL_S", "iter_headers",
     "next_offset_after", "open_region_file", "read_region", "region_file_cache", "region_key",
+    "transactional_producer",
 ]

@@ -32,14 +32,15 @@ from rafka.common.types import TopicPartition
 from rafka.partition_worker.broker_checkpoints import PartitionCheckpoint
 from rafka.partition_worker.broker_link import BrokerLink, Coordinator
 from rafka.partition_worker.checkpoints import LeaderEpochCache, check_topic_id
+from rafka.partition_worker.control_records import ControlRecordType, EndTransactionMarker
 from rafka.partition_worker.data_server import DataServer
 from rafka.partition_worker.file_reaper import file_reaper
 from rafka.partition_worker.leader_reads import lookup_offset, read_batches
 from rafka.partition_worker.log import PartitionLog
 from rafka.partition_worker.log_upkeep import LogUpkeep
 from rafka.partition_worker.messages import (
-    HIGH_WATERMARK_OFFSET, DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup, ProduceResult,
-    ReplicaStatus,
+    HIGH_WATERMARK_OFFSET, DeleteRecordsResult, FetchIsolation, FetchResult, FollowerAppendResult, OffsetLookup,
+    ProduceResult, ReplicaStatus,
 )
 from rafka.partition_worker.purgatory import Purgatory, is_final
 from rafka.partition_worker.replica_state import LeaderAndIsr, ReplicaState
@@ -200,11 +201,43 @@ class ServedPartition:
             results.append(ProduceResult(ErrorCode.NONE, base_offset=info.base_offset,
                                          log_append_time_ms=info.log_append_time_ms,
                                          log_start_offset=log.log_start_offset))
-        state.advance_high_watermark(log.log_end_offset)
+        self._appended()
+        return results
+
+    def _appended(self) -> None:
+        """After the leader wrote: move the high watermark, wake parked reads, report a failed disk."""
+        self.state.advance_high_watermark(self.log.log_end_offset)
         self._readiness.appended(time.monotonic())   # (no rest inside the producers' retry horizon)
         self.purgatory.data_arrived()
         self.log_went_offline()
-        return results
+
+    def write_txn_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                         commit: bool) -> ProduceResult:
+        """A transaction coordinator's COMMIT (`commit`) or ABORT marker for `producer_id`
+        (WriteTxnMarkers), appended as the leader: Kafka's append with origin COORDINATOR,
+        acks=all (the caller waits for the followers as for a produce). It ends the producer's
+        transaction here, an abort goes to the `.txnindex`, and the last stable offset moves
+        once the high watermark passes it. A retried marker of a transaction already ended is
+        written again and answered NONE, as Kafka does (it ends nothing). Refused before any
+        write: NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS (ISR below min.insync.replicas),
+        INVALID_PRODUCER_EPOCH (an epoch below the producer's), TRANSACTION_COORDINATOR_FENCED
+        (a coordinator epoch below its last marker's), KAFKA_STORAGE_ERROR."""
+        state, log = self.state, self.log
+        if not state.is_leader:
+            return ProduceResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if len(state.isr) < self.config.min_insync_replicas:
+            return ProduceResult(ErrorCode.NOT_ENOUGH_REPLICAS)
+        marker = EndTransactionMarker(ControlRecordType.COMMIT if commit else ControlRecordType.ABORT,
+                                      coordinator_epoch)
+        try:
+            info = log.append_end_txn_marker(marker, producer_id, producer_epoch, leader_epoch=state.leader_epoch)
+        except KafkaError as e:
+            if not isinstance(e, KafkaStorageError):   # (a failed disk is logged once, when the log went offline)
+                self.logger.info("refused %s marker of producer %d: %s", marker.control_type.name, producer_id, e)
+            self.log_went_offline()
+            return ProduceResult(e.code, error_message=str(e))
+        self._appended()
+        return ProduceResult(ErrorCode.NONE, base_offset=info.base_offset, log_start_offset=log.log_start_offset)
 
     def awaits_replication(self, results: list[ProduceResult], required_offset: int) -> bool:
         """Whether an acks=all append must wait for followers before it is answered."""
@@ -229,14 +262,21 @@ class ServedPartition:
             return result
         return await self.purgatory.await_data(lambda: self.read_now(fetch_offset, max_bytes), max_wait_ms, result)
 
-    def read_now(self, fetch_offset: int, max_bytes: int, up_to_log_end: bool = False) -> FetchResult:
-        """Whole batches up to the high watermark, or with `up_to_log_end` up to the log end
-        (the broker's own read: see `data_channel.encode_read`; no committed window then)."""
+    def read_now(self, fetch_offset: int, max_bytes: int,
+                 isolation: FetchIsolation = FetchIsolation.HIGH_WATERMARK) -> FetchResult:
+        """Whole batches up to the high watermark (read_uncommitted), the last stable offset
+        (read_committed: with the aborted transactions among them) or the log end (the broker's
+        own read: see `data_channel.encode_read`, with no committed window)."""
         if not self.state.is_leader:
             return FetchResult(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        log = self.log
         hw = self.high_watermark()
-        return read_batches(self.log, fetch_offset, max_bytes, self.log.log_end_offset if up_to_log_end else hw, hw,
-                            self.logger, committed_window=not up_to_log_end)
+        lso = log.last_stable_offset(hw)
+        end = hw if isolation is FetchIsolation.HIGH_WATERMARK else (
+            lso if isolation is FetchIsolation.TXN_COMMITTED else log.log_end_offset)
+        return read_batches(log, fetch_offset, max_bytes, end, hw, self.logger, last_stable_offset=lso,
+                            read_committed=isolation is FetchIsolation.TXN_COMMITTED,
+                            committed_window=isolation is not FetchIsolation.LOG_END)
 
     def replica_read(self, follower: int, leader_epoch: int, fetch_offset: int, max_bytes: int) -> FetchResult:
         """A follower's fetch at `fetch_offset`: it has everything before it (its log end).
@@ -257,11 +297,14 @@ class ServedPartition:
         self.broker.maybe_alter_isr()
         return read_batches(log, fetch_offset, max_bytes, end, hw, self.logger, follower=follower)
 
-    def list_offset(self, timestamp: int) -> OffsetLookup:
-        """ListOffsets: latest, earliest, max timestamp, or first offset at/after a timestamp."""
+    def list_offset(self, timestamp: int, isolation_level: int = 0) -> OffsetLookup:
+        """ListOffsets: latest (read_committed, `isolation_level` 1: the last stable offset),
+        earliest, max timestamp, or first offset at/after a timestamp."""
         if not self.state.is_leader:
             return OffsetLookup(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        return lookup_offset(self.log, timestamp, self.high_watermark(), self.state.leader_epoch)
+        hw = self.high_watermark()
+        return lookup_offset(self.log, timestamp, hw, self.state.leader_epoch,
+                             last_stable_offset=self.log.last_stable_offset(hw), isolation_level=isolation_level)
 
     def delete_records_now(self, offset: int) -> DeleteRecordsResult:
         """DeleteRecords on the leader (Kafka's `Partition.deleteRecordsOnLeader`): move the log

@@ -66,11 +66,12 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     "OffsetForLeaderEpoch": (2, 4),  # v2 = first version with the current leader epoch
     "AlterReplicaLogDirs": (0, 2),   # the full range of Kafka 3.9 (kafka-reassign-partitions.sh's log_dirs)
     "DescribeLogDirs": (0, 4),       # Kafka 3.9's range; v5 adds KIP-1066 cordoned log dirs
+    "WriteTxnMarkers": (0, 1),       # Kafka 3.9's range; v2 adds KIP-1228 transaction versions
 }
 
 # APIs whose version 0 Kafka 4.0 removed from the JSON although it is "the same as version 1"
 # (the JSON's own words): Kafka 3.9 still serves it, so the generator puts it back.
-RESTORED_V0 = {"AlterReplicaLogDirs", "DescribeLogDirs"}
+RESTORED_V0 = {"AlterReplicaLogDirs", "DescribeLogDirs", "WriteTxnMarkers"}
 
 HEADER = (
     "# Generated from Kafka's JSON message definitions ({src}) by tools/gen_protocol.py.\n"
@@ -241,7 +242,8 @@ def build_api(name: str) -> tuple[Api, dict]:
         response=tuple(build_field(f, common_resp) for f in resp["fields"]),
     )
     if restored:
-        note = "v0 (the same as v1) restored: Kafka 3.9 serves it" + (f"; {note}" if note else "")
+        same = "v1's fields, not flexible" if flex and flex[0] == 1 else "the same as v1"
+        note = f"v0 ({same}) restored: Kafka 3.9 serves it" + (f"; {note}" if note else "")
     meta = {"note": note, "req": (req, req_text), "resp": (resp, resp_text)}
     return api, meta
 

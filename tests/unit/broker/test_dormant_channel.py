@@ -39,12 +39,16 @@ class LiveChannel:
         self.calls.append(("append", records))
         return _done(ProduceResult(ErrorCode.NONE, base_offset=len(self.calls)))
 
-    def list_offset(self, timestamp):
-        self.calls.append(("list_offset", timestamp))
+    def list_offset(self, timestamp, isolation_level=0):
+        self.calls.append(("list_offset", timestamp) + (("committed",) if isolation_level else ()))
         return _done(OffsetLookup(ErrorCode.NONE, 5, 7, 2))
 
-    def start_read(self, offset, max_bytes, max_wait_ms=0):
-        self.calls.append(("read", offset))
+    def write_txn_marker(self, producer_id, producer_epoch, coordinator_epoch, commit, timeout_ms):
+        self.calls.append(("marker", producer_id, commit))
+        return _done(ProduceResult(ErrorCode.NONE, base_offset=len(self.calls)))
+
+    def start_read(self, offset, max_bytes, max_wait_ms=0, read_committed=False):
+        self.calls.append(("read", offset) if not read_committed else ("read", offset, "committed"))
 
         class Read:
             answer = _done(FetchResult(ErrorCode.NONE, 99, 99, 0))
@@ -146,7 +150,7 @@ class ParkedLiveChannel:
     def __init__(self) -> None:
         self.reads = self.released = 0
 
-    def start_read(self, offset, max_bytes, max_wait_ms=0):
+    def start_read(self, offset, max_bytes, max_wait_ms=0, read_committed=False):
         answer = asyncio.get_running_loop().create_future()
         channel = self
         self.reads += 1
@@ -349,4 +353,41 @@ def test_a_timestamp_lookup_waits_for_the_wake_within_its_bound(tmp_path, monkey
         live = LiveChannel()
         channel.woke(live)
         assert (await waiting).offset == 7 and live.calls == [("list_offset", 1_000)]
+    asyncio.run(main())
+
+
+def test_read_committed_is_served_from_the_files_while_the_closed_log_knows_its_lso(tmp_path):
+    """A transaction left open at close bounds read_committed reads and read_committed's latest
+    offset; a marker is a write (it wakes the replica); a closed log whose LSO is unknown (its
+    high watermark below its end) sends read_committed reads to the replica."""
+    async def main():
+        log = PartitionLog.open(tmp_path, LogConfig())
+        log.append(bytearray(encode_batch([Record(0, 1_000, b"k", b"v")])), leader_epoch=2, max_batch_bytes=1 << 20)
+        log.append(bytearray(encode_batch([Record(0, 1_000, b"k", b"v")], producer_id=9, producer_epoch=0,
+                                          base_sequence=0, is_transactional=True)),
+                   leader_epoch=2, max_batch_bytes=1 << 20)
+        log.close()
+        woken = []
+        channel = DormantChannel(TP, read_closed_log(tmp_path), woken.append)
+        committed = await channel.read(0, 1 << 20, read_committed=True)
+        assert (committed.next_offset, committed.last_stable_offset, committed.aborted_transactions) == (1, 1, ())
+        assert (await channel.read(0, 1 << 20)).next_offset == 2
+        assert (await channel.list_offset(LATEST_TIMESTAMP, 1)).offset == 1
+        assert (await channel.list_offset(LATEST_TIMESTAMP)).offset == 2
+        assert woken == []
+        marker = channel.write_txn_marker(9, 0, 0, True, 30_000)
+        assert woken == [TP]
+        live = LiveChannel()
+        channel.woke(live)
+        assert (await marker).error is ErrorCode.NONE and live.calls == [("marker", 9, True)]
+
+        unknown = DormantChannel(TP, read_closed_log(tmp_path, high_watermark=1), woken.append)
+        read = unknown.start_read(0, 1 << 20, 0, read_committed=True)
+        lookup = unknown.list_offset(LATEST_TIMESTAMP, 1)
+        assert woken == [TP, TP]                          # both need the replica
+        live = LiveChannel()
+        unknown.woke(live)
+        await read.answer
+        await lookup
+        assert live.calls == [("read", 0, "committed"), ("list_offset", LATEST_TIMESTAMP, "committed")]
     asyncio.run(main())

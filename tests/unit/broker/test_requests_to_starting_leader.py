@@ -31,7 +31,7 @@ class RecordingChannel:
         self.calls.append("append")
         return self._done(ProduceResult(ErrorCode.NONE, base_offset=len(self.appended) - 1))
 
-    def list_offset(self, timestamp: int):
+    def list_offset(self, timestamp: int, isolation_level: int = 0):
         self.calls.append("list_offset")
         return self._done(OffsetLookup(ErrorCode.NONE, -1, len(self.appended), 0))
 

@@ -11,6 +11,7 @@ from rafka.common.errors import ErrorCode
 from rafka.partition_worker.checkpoints import EpochEntry, LeaderEpochCache
 from rafka.partition_worker.closed_log import ClosedLogError, ClosedLogReader, read_closed_log
 from rafka.partition_worker.log import CLEAN_SHUTDOWN_FILE, PartitionLog
+from rafka.partition_worker.messages import FetchIsolation
 from rafka.partition_worker.record_batch import Record, decode_records, encode_batch, iter_batches
 from rafka.partition_worker.segment_files import read_region
 
@@ -75,7 +76,7 @@ def test_reads_stop_at_the_high_watermark_unless_up_to_the_log_end(tmp_path):
     assert closed.high_watermark == 6
     assert offsets_in(ClosedLogReader(closed).read(0, MAX)) == list(range(6))
     assert ClosedLogReader(closed).read(6, MAX).regions == ()
-    assert offsets_in(ClosedLogReader(closed).read(6, MAX, up_to_log_end=True)) == list(range(6, end))
+    assert offsets_in(ClosedLogReader(closed).read(6, MAX, isolation=FetchIsolation.LOG_END)) == list(range(6, end))
 
 
 def test_the_checkpointed_log_start_bounds_reads(tmp_path):

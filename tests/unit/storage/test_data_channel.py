@@ -5,8 +5,10 @@ import pytest
 
 from rafka.common.errors import ErrorCode
 from rafka.partition_worker import data_channel as dc
-from rafka.partition_worker.messages import (DeleteRecordsResult, FetchResult, FollowerAppendResult, OffsetLookup,
-                                             ProduceResult, Region)
+from rafka.partition_worker.messages import (AbortedTransaction, DeleteRecordsResult, FetchIsolation, FetchResult,
+                                             FollowerAppendResult, OffsetLookup, ProduceResult, Region)
+
+HW, COMMITTED, LOG_END = FetchIsolation.HIGH_WATERMARK, FetchIsolation.TXN_COMMITTED, FetchIsolation.LOG_END
 
 
 def body_of(parts) -> memoryview:
@@ -32,10 +34,11 @@ def test_produce_results_round_trip():
 
 
 def test_read_and_fetch_result_round_trip():
-    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 500))) == (42, 1 << 20, 500, False, 0)
-    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 0, up_to_log_end=True))) == (42, 1 << 20, 0, True, 0)
+    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 500))) == (42, 1 << 20, 500, HW, 0)
+    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 0, LOG_END))) == (42, 1 << 20, 0, LOG_END, 0)
+    assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 9, COMMITTED))) == (42, 1 << 20, 9, COMMITTED, 0)
     assert dc.decode_read(memoryview(dc.encode_read(42, 1 << 20, 500, follow_id=2**32 - 1))) == (
-        42, 1 << 20, 500, False, 2**32 - 1)
+        42, 1 << 20, 500, HW, 2**32 - 1)
     result = FetchResult(ErrorCode.NONE, 100, 100, 0, (Region("/data/t-0/00000000000000000000.log", 0, 4096, 7),
                                                       Region("/data/t-0/00000000000000000090.log", 12, 99, 2**40)),
                          next_offset=95, committed_end=4096)
@@ -45,12 +48,25 @@ def test_read_and_fetch_result_round_trip():
         assert dc.fetch_result_followed(body) is followed
 
 
+@pytest.mark.parametrize("aborted", [None, (), (AbortedTransaction(4000, 2), AbortedTransaction(2**62, 2**40))],
+                         ids=["read_uncommitted", "read_committed, none aborted", "read_committed, two aborted"])
+def test_a_fetch_result_carries_its_last_stable_offset_and_aborted_transactions(aborted):
+    result = FetchResult(ErrorCode.NONE, 100, 40, 0, (Region("/data/t-0/00000000000000000000.log", 0, 4096, 7),),
+                         next_offset=40, committed_end=4096, aborted_transactions=aborted,
+                         stable_window=aborted is not None and not aborted)
+    for followed in (False, True):
+        body = memoryview(dc.encode_fetch_result(result, followed))
+        assert dc.decode_fetch_result(body) == result
+        assert dc.fetch_result_followed(body) is followed
+
 def test_a_read_is_followed_only_when_it_brought_data_up_to_the_high_watermark():
     region = (Region("/data/t-0/00000000000000000000.log", 0, 70, 7),)
     assert dc.follows(FetchResult(ErrorCode.NONE, 10, 10, 0, region, next_offset=10))
     assert not dc.follows(FetchResult(ErrorCode.NONE, 12, 12, 0, region, next_offset=10))   # more to read
     assert not dc.follows(FetchResult(ErrorCode.NONE, 10, 10, 0))                              # nothing came
     assert not dc.follows(FetchResult(ErrorCode.OFFSET_OUT_OF_RANGE, 10, 10, 0))
+    held = FetchResult(ErrorCode.NONE, 12, 10, 0, region, next_offset=10)   # an open transaction from 10
+    assert dc.follows(held, COMMITTED) and not dc.follows(held)             # read_committed has caught up
 
 
 def test_socket_paths_fit_the_unix_limit_even_for_long_topic_names():
@@ -87,12 +103,17 @@ FETCHED = FetchResult(ErrorCode.NONE, 100, 100, 0, (Region("/data/t-0/0000000000
 EXAMPLES = {
     dc.Op.APPEND: (([b"abc", b"x" * 100], -1, 1500), (-1, 1500, [b"abc", b"x" * 100]),
                    [ProduceResult(ErrorCode.NONE, 10, -1, 0)]),
-    dc.Op.READ: ((42, 1 << 20, 500), (42, 1 << 20, 500, False, 0), FETCHED),
-    dc.Op.READ_LOG_END: ((42, 1 << 20, 0), (42, 1 << 20, 0, True, 0), FETCHED),
+    dc.Op.READ: ((42, 1 << 20, 500), (42, 1 << 20, 500, HW, 0), FETCHED),
+    dc.Op.READ_LOG_END: ((42, 1 << 20, 0), (42, 1 << 20, 0, LOG_END, 0), FETCHED),
+    dc.Op.READ_COMMITTED: ((42, 1 << 20, 500), (42, 1 << 20, 500, COMMITTED, 0),
+                           FetchResult(ErrorCode.NONE, 100, 60, 0, FETCHED.regions, 95,
+                                       aborted_transactions=(AbortedTransaction(7, 50),))),
     dc.Op.REPLICA_READ: ((2, 5, 42, 1 << 20, 500), (2, 5, 42, 1 << 20, 500), FETCHED),
     dc.Op.FOLLOWER_APPEND: ((b"batches", 10, 3), (10, 3, b"batches"), FollowerAppendResult(ErrorCode.NONE, 12, 10)),
     dc.Op.RELEASE: ((7,), 7, None),
-    dc.Op.LIST_OFFSET: ((-1,), -1, OffsetLookup(ErrorCode.NONE, -1, 9, 3)),
+    dc.Op.LIST_OFFSET: ((-1, 1), (-1, 1), OffsetLookup(ErrorCode.NONE, -1, 9, 3)),
+    dc.Op.WRITE_TXN_MARKER: ((4000, 2, 5, True, 30_000), (4000, 2, 5, True, 30_000),
+                             [ProduceResult(ErrorCode.TRANSACTION_COORDINATOR_FENCED, error_message="zombie")]),
     dc.Op.DELETE_RECORDS: ((5,), 5, DeleteRecordsResult(ErrorCode.NONE, 5)),
 }
 OP_NAMES = {value: name for name, value in vars(dc.Op).items() if not name.startswith("_")}
