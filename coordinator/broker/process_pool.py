@@ -8,6 +8,10 @@ waiting wakes (idle at least `MIN_IDLE_TO_MAKE_ROOM_MS`), and to lend one proces
 first, is a pure choice (`idlest`); how idle each is, each replica says (quiet ones only: a
 replica that wrote within its producers' retry horizon reports itself busy, with the time left
 in it, so a round can also tell whether any replica may come to rest soon: `room_may_come`).
+The internal topics' replicas (`__consumer_offsets`, `__transaction_state`) are never rested
+early: group members' heartbeats wait behind their commits on a connection, and a commit
+that met a wake under load held them past the session timeout (franz-go's TestGroupETL: a
+lent `__consumer_offsets` replica took 22 s to wake); they rest after replica.dormant.after.ms.
 """
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ import logging
 import time
 from typing import Any, Awaitable, Callable, Mapping
 
-from rafka.common.types import TopicPartition
+from rafka.common.types import INTERNAL_TOPICS, TopicPartition
 from rafka.coordinator.broker.live_cap import LiveReplicaCap, Relief
 
 IDLENESS_TIMEOUT_S = 5.0       # a live replica's answer to how long it has been idle
@@ -111,11 +115,13 @@ class ProcessPool:
     async def _idleness(self, running: Mapping[TopicPartition, Any], min_idle_ms: int
                         ) -> tuple[dict[TopicPartition, Any], int]:
         """How idle each live replica open at least `min_idle_ms` is (its answer, or the error
-        of a call that failed), and how many were opened too lately to be asked."""
-        asked = open_long_enough({tp: r.opened_at for tp, r in running.items()}, time.monotonic(), min_idle_ms)
+        of a call that failed), and how many were opened too lately to be asked; internal
+        topics' replicas are neither (never rested early)."""
+        restable = {tp: r.opened_at for tp, r in running.items() if tp.topic not in INTERNAL_TOPICS}
+        asked = open_long_enough(restable, time.monotonic(), min_idle_ms)
         answers = await asyncio.gather(*[asyncio.wait_for(self._idle_for_ms(running[tp]), IDLENESS_TIMEOUT_S)
                                          for tp in asked], return_exceptions=True)
-        return dict(zip(asked, answers)), len(running) - len(asked)
+        return dict(zip(asked, answers)), len(restable) - len(asked)
 
     def stop(self) -> None:
         self._stopped = True

@@ -88,3 +88,15 @@ def test_rests_are_coming_near_the_cap() -> None:
     assert pool.rests_coming()
     pool, _ = _pool({A: 0}, limit=-1)
     assert not pool.rests_coming()
+
+
+def test_internal_topics_replicas_are_never_rested_early() -> None:
+    """Group members' heartbeats wait behind their commits: the offsets partitions' replicas
+    are neither lent nor rested to make room, however idle (they rest after
+    replica.dormant.after.ms)."""
+    offsets, txn_state = TopicPartition("__consumer_offsets", 0), TopicPartition("__transaction_state", 0)
+    pool, rested = _pool({offsets: 900_000.0, txn_state: 900_000.0, A: MIN_IDLE_TO_LEND_MS + 1})
+    assert asyncio.run(pool.lend_a_process()) is True and rested == [(A, 1000)]
+    pool, rested = _pool({offsets: 900_000.0, txn_state: 900_000.0})
+    relief = asyncio.run(pool.make_room(2))
+    assert (relief.rested, relief.room_may_come, rested) == (0, False, [])
