@@ -102,12 +102,12 @@ class GroupApis:
             # again, as they would while the partition had no leader, instead of sending commits
             # that librdkafka does not retry while the group loads.
             return missing
-        if broker.broker_id == services.broker_id and not services.groups.warm(key):
-            # Led here by a resting replica (a new offsets topic's partitions rest until written):
-            # it wakes now, and clients ask again, so that the group's first writes (its metadata
-            # at the end of the first rebalance) find it running instead of waiting for the wake
-            # and failing, which would send the group round another rebalance.
-            return missing
+        if broker.broker_id == services.broker_id:
+            # Led here, maybe by a resting replica (a new offsets topic's partitions rest until
+            # written): it wakes now, so that the group's first writes find it running. (Answering
+            # COORDINATOR_NOT_AVAILABLE until it ran made a librdkafka consumer's end-to-end
+            # latency 3-5x worse in bench/produce_consume.py, for a cause not yet understood.)
+            services.groups.warm(key)
         return ErrorCode.NONE, broker.broker_id, broker.host, broker.port
 
     # -- membership ----------------------------------------------------------------------

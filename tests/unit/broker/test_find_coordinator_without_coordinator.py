@@ -70,11 +70,11 @@ def test_find_coordinator_waits_out_an_offsets_partition_whose_replica_still_sta
     assert (started["error_code"], started["node_id"]) == (ErrorCode.NONE, 0)
 
 
-def test_find_coordinator_wakes_a_resting_offsets_partition_and_waits_it_out() -> None:
+
+def test_find_coordinator_wakes_a_resting_offsets_partition() -> None:
     """rafka rests idle replicas, and a new offsets topic's partitions rest until written: a
-    lookup of a group whose offsets partition rests here wakes it and answers
-    COORDINATOR_NOT_AVAILABLE (clients ask again), so that the group's first writes find it
-    running rather than fail while it wakes and send the group round another rebalance."""
+    lookup of a group whose offsets partition rests here names this broker and wakes it, so
+    that the group's first writes find it running."""
     import uuid
 
     from rafka.common.metadata import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
@@ -96,5 +96,5 @@ def test_find_coordinator_wakes_a_resting_offsets_partition_and_waits_it_out() -
         return resting, woken
 
     resting, woken = asyncio.run(scenario())
-    assert (resting["error_code"], resting["node_id"]) == (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1)
+    assert (resting["error_code"], resting["node_id"]) == (ErrorCode.NONE, 0)
     assert len(woken) == 1 and woken[0].topic == "__consumer_offsets"
