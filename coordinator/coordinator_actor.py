@@ -216,9 +216,10 @@ class BrokerCoordinator:
             await asyncio.to_thread(self._zk.stop)
         self._locks.release()
 
-    async def status(self) -> dict:
-        """What `rafka status` shows of this broker (`BrokerStatus`)."""
-        return await self._status.report()
+    async def status(self, memory: bool = True) -> dict:
+        """What `rafka status` shows of this broker (`BrokerStatus`); `memory=False` leaves out
+        the processes' PSS (a read of /proc per process: what a frequent poll need not pay)."""
+        return await self._status.report(memory)
 
     async def await_stop(self) -> None:
         """Returns when this broker begins a clean stop. The controller keeps this call

@@ -119,9 +119,11 @@ class BrokerHandle:
         return f"{self.host}:{self.port}"
 
 
-def broker_status(namespace: str, broker_ids: list[int], timeout_s: float = 10.0) -> dict[int, dict]:
+def broker_status(namespace: str, broker_ids: list[int], timeout_s: float = 10.0, *,
+                  memory: bool = True) -> dict[int, dict]:
     """Ask each broker's coordinator for its status, from any Ray driver of the cluster; a
-    broker that does not answer in time is reported with its error."""
+    broker that does not answer in time is reported with its error. `memory=False`: without
+    the processes' PSS, for a caller that polls."""
     ray = ray_env.ray
     out: dict[int, dict] = {}
     for broker_id in broker_ids:
@@ -130,7 +132,7 @@ def broker_status(namespace: str, broker_ids: list[int], timeout_s: float = 10.0
             if actor is None:
                 out[broker_id] = {"broker_id": broker_id, "error": "not running"}
                 continue
-            out[broker_id] = ray.get(actor.status.remote(), timeout=timeout_s)
+            out[broker_id] = ray.get(actor.status.remote(memory), timeout=timeout_s)
         except Exception as e:  # noqa: BLE001 - a dead or hung broker is part of the report
             out[broker_id] = {"broker_id": broker_id, "error": f"{type(e).__name__}: {e}"}
     return out
@@ -237,9 +239,11 @@ class Cluster:
         """The address of the Ray cluster the brokers run on (for `ray.init(address=...)`)."""
         return ray_env.ray.get_runtime_context().gcs_address
 
-    def broker_status(self, timeout_s: float = 10.0) -> dict[int, dict]:
-        """Each broker's own report (`BrokerCoordinator.status`): role, replicas, offline replicas."""
-        return broker_status(self.namespace, list(self.brokers), timeout_s)
+    def broker_status(self, timeout_s: float = 10.0, *, memory: bool = True) -> dict[int, dict]:
+        """Each broker's own report (`BrokerCoordinator.status`): role, replicas, offline replicas;
+        the processes' memory too unless `memory=False` (a poll's choice: it costs a read of
+        /proc per process)."""
+        return broker_status(self.namespace, list(self.brokers), timeout_s, memory=memory)
 
     def stop_broker(self, broker_id: int) -> None:
         """Clean stop of one broker (replicas flushed and closed, registration removed). The

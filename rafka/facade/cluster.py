@@ -183,11 +183,12 @@ class Cluster:
             self._admin = Admin(self.bootstrap_servers)
         return self._admin
 
-    def broker_status(self, timeout_s: float = 10.0) -> dict[int, dict]:
-        """Each broker's own report (role, replicas, offline replicas), as `rafka status` shows it."""
+    def broker_status(self, timeout_s: float = 10.0, *, memory: bool = True) -> dict[int, dict]:
+        """Each broker's own report (role, replicas, offline replicas), as `rafka status` shows it;
+        `memory=False` leaves out the processes' PSS, which a frequent poll need not pay for."""
         from rafka.cluster import broker_status
 
-        return broker_status(self.namespace, sorted(self.brokers), timeout_s)
+        return broker_status(self.namespace, sorted(self.brokers), timeout_s, memory=memory)
 
     # -- growing and shrinking -------------------------------------------------------------------
     def add_broker(self, *, node: str | None = None, rack: str | None = None, timeout_s: float = 120.0) -> BrokerEntry:

@@ -66,11 +66,11 @@ def watermarks(bootstrap: str, topic: str) -> tuple[int, int]:
 
 
 def live(cluster, broker_id: int, topic: str) -> set[str]:
-    return {r for r in cluster.broker_status()[broker_id]["replicas"] if r.startswith(topic + "-")}
+    return {r for r in cluster.broker_status(memory=False)[broker_id]["replicas"] if r.startswith(topic + "-")}
 
 
 def dormant_count(cluster, broker_id: int) -> int:
-    return cluster.broker_status()[broker_id]["dormant_replicas"]
+    return cluster.broker_status(memory=False)[broker_id]["dormant_replicas"]
 
 
 def test_a_partition_sleeps_wakes_and_keeps_every_record_through_restarts(rafka_cluster, tmp_path):

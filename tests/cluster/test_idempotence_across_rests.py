@@ -96,7 +96,7 @@ def test_retried_in_flight_batches_get_their_first_offsets_after_a_rest_and_a_re
         admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(60)
 
         def live() -> bool:
-            return f"{TOPIC}-0" in cluster.broker_status()[broker_id]["replicas"]
+            return f"{TOPIC}-0" in cluster.broker_status(memory=False)[broker_id]["replicas"]
 
         deliveries = Deliveries()
         producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",

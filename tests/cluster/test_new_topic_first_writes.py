@@ -12,7 +12,7 @@ from tests.waiting import wait_until
 
 
 def live(cluster, topic: str) -> set[int]:
-    return {int(r.rsplit("-", 1)[1]) for r in cluster.broker_status()[0]["replicas"]
+    return {int(r.rsplit("-", 1)[1]) for r in cluster.broker_status(memory=False)[0]["replicas"]
             if r.rsplit("-", 1)[0] == topic}
 
 

@@ -41,7 +41,7 @@ def partitions(bootstrap: str, topic: str) -> dict[int, dict]:
 
 def replica_pids(cluster, topic: str) -> dict[str, int]:
     """Pid of every replica process of `topic` on every broker, by actor name."""
-    return {name: pid for status in cluster.broker_status().values()
+    return {name: pid for status in cluster.broker_status(memory=False).values()
             for name, pid in status["pids"].items() if name.startswith("replica:") and f":{topic}-" in name}
 
 
