@@ -81,7 +81,7 @@ def test_a_full_log_dir_answers_storage_error_serves_reads_and_the_other_dir_goe
             assert again is not None and again.code() == KafkaError.KAFKA_STORAGE_ERROR and seconds < 5, again
 
             assert read(bootstrap, "full", 0, len(acked)) == acked     # every acknowledged record
-            failed = wait_until(lambda: cluster.broker_status()[0].get("offline_log_dirs"),
+            failed = wait_until(lambda: cluster.broker_status(memory=False)[0].get("offline_log_dirs"),
                                 message="the broker lists its failed log dir")
             assert list(failed) == [str(small)] and "ENOSPC" in failed[str(small)], failed
 
