@@ -84,15 +84,22 @@ def group_tombstone(group: str) -> tuple[bytes, None]:
     return group_metadata_key(group), None
 
 
-def encode_offsets_batch(pairs: Sequence[KeyValue], timestamp_ms: int) -> bytes:
+def encode_offsets_batch(pairs: Sequence[KeyValue], timestamp_ms: int, *,
+                         transaction: tuple[int, int, int] | None = None) -> bytes:
     """One v2 batch of the records, ready to append to a `__consumer_offsets` partition:
     no compression (offsets.topic.compression.codec's default), CreateTime `timestamp_ms`,
     no producer id, offsets from 0 (the leader assigns the real ones). Kafka writes every
-    commit or group update as one such batch, so it is applied all or nothing.
+    commit or group update as one such batch, so it is applied all or nothing. With
+    `transaction` (producer id, epoch, base sequence), a TxnOffsetCommit's transactional batch.
     Raises ValueError for no records."""
     if not pairs:
         raise ValueError("a __consumer_offsets batch needs at least one record")
-    return encode_batch([Record(i, timestamp_ms, key, value) for i, (key, value) in enumerate(pairs)])
+    records = [Record(i, timestamp_ms, key, value) for i, (key, value) in enumerate(pairs)]
+    if transaction is None:
+        return encode_batch(records)
+    producer_id, producer_epoch, base_sequence = transaction
+    return encode_batch(records, producer_id=producer_id, producer_epoch=producer_epoch,
+                        base_sequence=base_sequence, is_transactional=True)
 
 
 # -- records read back -------------------------------------------------------------------------
