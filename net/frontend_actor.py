@@ -34,7 +34,9 @@ from rafka.net.routing import STARTING_WAIT_MS
 from rafka.net.server import KafkaServer
 from rafka.net.starting_leaders import StartingLeaders
 from rafka.net.socket_settings import SocketServerSettings
+from rafka.net.txn_produce import NO_VERIFICATION
 from rafka.net.txn_storage import TxnStorage
+from rafka.net.txn_verifier import CoordinatorVerifier
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +95,8 @@ class Frontend:
         self._txn_storage = TxnStorage(self, txn_settings.write_timeout_ms)
         self.txns = TransactionCoordinator(broker_id, txn_settings, self._txn_storage,
                                            new_producer_id=self._new_producer_id)
-        self._dispatcher = RequestDispatcher(self)
+        self._verifier = CoordinatorVerifier(self) if txn_settings.verification_enable else None
+        self._dispatcher = RequestDispatcher(self, self._verifier or NO_VERIFICATION)
         self._server = KafkaServer(self._dispatcher, host=host, port=port, broker_id=broker_id,
                                    settings=socket_settings)
 
@@ -117,6 +120,8 @@ class Frontend:
         await self.groups.stop()
         await self.txns.stop()
         self._txn_storage.close()
+        if self._verifier is not None:
+            self._verifier.close()
 
     def pid(self) -> int:
         return os.getpid()

@@ -195,7 +195,8 @@ class GroupApis:
             groups = [(g["group_id"], g.get("topics")) for g in body["groups"]]
         else:
             groups = [(body["group_id"], body.get("topics"))]
-        answers = [self._fetch_group(group_id, topics) for group_id, topics in groups]
+        stable = body.get("require_stable", False)
+        answers = [self._fetch_group(group_id, topics, stable) for group_id, topics in groups]
         if version >= 8:
             return {"throttle_time_ms": 0, "groups": [
                 {"group_id": group_id, "error_code": code, "topics": topics}
@@ -207,13 +208,22 @@ class GroupApis:
                     p["error_code"] = code
         return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
 
-    def _fetch_group(self, group_id: str, topics: list[dict] | None) -> tuple[ErrorCode, list[dict]]:
+    def _fetch_group(self, group_id: str, topics: list[dict] | None,
+                     require_stable: bool = False) -> tuple[ErrorCode, list[dict]]:
+        """One group's committed offsets. With `require_stable` (v7+, KIP-447), a partition
+        whose offset an open transaction holds is UNSTABLE_OFFSET_COMMIT (the client retries)."""
         wanted = None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
         code, found = self._services.groups.fetch_offsets(group_id, wanted)
         if code is not ErrorCode.NONE:
             found = {tp: None for tp in wanted or []}
+        pending = self._services.groups.txn_offsets
         by_topic: dict[str, list[dict]] = {}
         for (name, partition), committed in found.items():
+            if require_stable and pending.has_pending(group_id, name, partition):
+                by_topic.setdefault(name, []).append({
+                    "partition_index": partition, "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT,
+                    "committed_offset": -1, "committed_leader_epoch": -1, "metadata": ""})
+                continue
             by_topic.setdefault(name, []).append({
                 "partition_index": partition, "error_code": ErrorCode.NONE,
                 "committed_offset": committed.offset if committed else -1,

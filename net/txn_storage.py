@@ -13,7 +13,7 @@ from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.common.types import TopicPartition
 from rafka.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC
-from rafka.net.replica_fetcher import LeaderConnection
+from rafka.net.broker_requests import BrokerRequests, BrokerUnreachable
 from rafka.net.routing import STARTING_WAIT_MS
 from rafka.net.txn_marker_handlers import WRITE_TXN_MARKERS, write_marker
 from rafka.partition_worker.segment_reader import next_offset_after, read_region
@@ -30,7 +30,7 @@ class TxnStorage:
         self._services = services
         self._timeout_ms = write_timeout_ms
         self._log = Prefixed(log, f"[TxnStorage broker={services.broker_id}]")
-        self._connections: dict[int, tuple[tuple[str, int], LeaderConnection, asyncio.Lock]] = {}
+        self._brokers = BrokerRequests(f"txn-coordinator-{services.broker_id}")
 
     async def _channel(self, partition: int, wait_s: float | None) -> Any:
         tp = TopicPartition(TRANSACTION_STATE_TOPIC, partition)
@@ -108,18 +108,6 @@ class TxnStorage:
     async def _remote(self, broker_id: int, producer_id: int, producer_epoch: int, coordinator_epoch: int,
                       commit: bool, tps: list[TopicPartition], timeout_ms: int) -> dict[TopicPartition, ErrorCode]:
         failed = {tp: ErrorCode.NOT_LEADER_OR_FOLLOWER for tp in tps}
-        broker = self._services.metadata.brokers.get(broker_id)
-        if broker is None:
-            return failed
-        address = (broker.host, broker.port)
-        known = self._connections.get(broker_id)
-        if known is None or known[0] != address:
-            if known is not None:
-                known[1].close()
-            known = (address, LeaderConnection(broker.host, broker.port, f"txn-coordinator-{self._services.broker_id}"),
-                     asyncio.Lock())
-            self._connections[broker_id] = known
-        _, connection, lock = known
         topics: dict[str, list[int]] = {}
         for tp in tps:
             topics.setdefault(tp.topic, []).append(tp.partition)
@@ -127,12 +115,10 @@ class TxnStorage:
                              "transaction_result": commit, "coordinator_epoch": coordinator_epoch,
                              "topics": [{"name": t, "partition_indexes": ps} for t, ps in topics.items()]}]}
         try:
-            async with lock:
-                answer = await connection.request(WRITE_TXN_MARKERS, WRITE_TXN_MARKERS_VERSION, body,
-                                                  timeout_ms / 1000 + 5)
-        except Exception as e:  # noqa: BLE001 - the broker is down or slow: tried again
-            connection.close()
-            self._log.warning("WriteTxnMarkers to broker %d failed: %r", broker_id, e)
+            answer = await self._brokers.request(self._services.metadata, broker_id, WRITE_TXN_MARKERS,
+                                                 WRITE_TXN_MARKERS_VERSION, body, timeout_ms / 1000 + 5)
+        except BrokerUnreachable as e:
+            self._log.warning("WriteTxnMarkers to broker %d failed: %s", broker_id, e)
             return failed
         results = dict(failed)
         for marker in answer["markers"]:
@@ -142,6 +128,4 @@ class TxnStorage:
         return results
 
     def close(self) -> None:
-        for _, connection, _ in self._connections.values():
-            connection.close()
-        self._connections.clear()
+        self._brokers.close()

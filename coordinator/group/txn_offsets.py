@@ -45,10 +45,11 @@ class PendingTxnOffsets:
             by_group.setdefault(group, {})[(topic, index)] = offset
         return by_group
 
-    def has_pending(self, group: str) -> bool:
-        """Whether an open transaction holds offsets of `group` (OffsetFetch's UNSTABLE_OFFSET_COMMIT)."""
-        return any(key[0] == group for partitions in self._pending.values()
-                   for held in partitions.values() for key in held)
+    def has_pending(self, group: str, topic: str, partition: int) -> bool:
+        """Whether an open transaction holds an offset of `group` for the partition (an
+        OffsetFetch that requires stable offsets is answered UNSTABLE_OFFSET_COMMIT, KIP-447)."""
+        key = (group, topic, partition)
+        return any(key in held for partitions in self._pending.values() for held in partitions.values())
 
     def unload_partition(self, partition: int) -> None:
         """The partition moved away: forget what is held there and its sequences."""

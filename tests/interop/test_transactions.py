@@ -142,6 +142,8 @@ def test_consume_transform_produce_commits_the_groups_offsets_in_the_transaction
         producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
                                              consumer.consumer_group_metadata(), 30)
         producer.abort_transaction(30)
+        assert all(tp.offset < 0 for tp in consumer.committed(
+            [TopicPartition(source, p) for p in range(PARTITIONS)], timeout=30)), "an aborted commit is visible"
         for tp in consumer.assignment():   # rewind to the committed offsets (none: the start)
             consumer.seek(TopicPartition(tp.topic, tp.partition, 0))
         while seen < 30:
