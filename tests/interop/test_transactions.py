@@ -2,7 +2,9 @@
 kafka-python's transactional producers commit and abort across three partitions, and a
 read_committed consumer sees exactly the committed records while read_uncommitted sees all;
 a zombie producer is fenced; consume-transform-produce commits the group's offsets in the
-transaction; a transactional produce to a partition not in the transaction is refused."""
+transaction; a transactional produce to a partition not in the transaction is refused. The
+tests marked `replicated` run on three brokers as well, where the coordinator writes markers to
+other brokers (WriteTxnMarkers) and leaders verify with a remote coordinator."""
 from __future__ import annotations
 
 import uuid
@@ -12,7 +14,8 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from rafka.common.errors import ErrorCode
 from rafka.net.client import KafkaConnection
-from rafka.net.handlers import PRODUCE
+from rafka.net.group_handlers import FIND_COORDINATOR
+from rafka.net.handlers import CREATE_TOPICS, METADATA, PRODUCE
 from rafka.net.txn_handlers import INIT_PRODUCER_ID
 from rafka.partition_worker.record_batch import Record, encode_batch
 from tests.interop.clients import create_topic, leader_connection
@@ -55,6 +58,7 @@ def read_values(bootstrap: str, topic: str, isolation: str, expected: int, parti
         consumer.close()
 
 
+@pytest.mark.replicated
 def test_confluent_commit_and_abort_across_three_partitions(bootstrap):
     topic = _name("txn-commit-abort")
     create_topic(bootstrap, topic, PARTITIONS)
@@ -97,6 +101,7 @@ def test_read_committed_stops_at_an_open_transaction(bootstrap):
         consumer.close()
 
 
+@pytest.mark.replicated
 def test_a_zombie_producer_is_fenced_and_its_open_transaction_aborted(bootstrap):
     topic = _name("txn-zombie")
     create_topic(bootstrap, topic, PARTITIONS)
@@ -117,6 +122,7 @@ def test_a_zombie_producer_is_fenced_and_its_open_transaction_aborted(bootstrap)
                                                                             b"successor-2"]
 
 
+@pytest.mark.replicated
 def test_consume_transform_produce_commits_the_groups_offsets_in_the_transaction(bootstrap):
     source, sink, group = _name("ctp-in"), _name("ctp-out"), _name("ctp-group")
     create_topic(bootstrap, source, PARTITIONS)
@@ -171,20 +177,35 @@ def _transactional_batch(producer_id: int, epoch: int) -> bytes:
                         producer_epoch=epoch, base_sequence=0, is_transactional=True)
 
 
+@pytest.mark.replicated
 def test_a_transactional_produce_to_a_partition_not_in_the_transaction_is_refused(bootstrap):
     topic, txn_id = _name("txn-unadded"), _name("txn-unadded")
-    create_topic(bootstrap, topic, 1)
-    producer = txn_producer(bootstrap, txn_id)   # finds the coordinator and has the broker create the log
+    producer = txn_producer(bootstrap, txn_id)   # (has the coordinator's log created and loaded)
     with KafkaConnection.to(bootstrap) as conn:
+        found = conn.request(FIND_COORDINATOR, 3, {"key": txn_id, "key_type": 1})
+        assert found["error_code"] == 0, found
+        brokers = sorted(b["node_id"] for b in conn.request(METADATA, 12, {
+            "topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False})["brokers"])
+        # On three brokers the partition's leader is not the coordinator: it verifies remotely.
+        others = [b for b in brokers if b != found["node_id"]] or brokers
+        replicas = others + [b for b in brokers if b not in others]
+        created = conn.request(CREATE_TOPICS, 5, {"topics": [{
+            "name": topic, "num_partitions": -1, "replication_factor": -1, "configs": [],
+            "assignments": [{"partition_index": 0, "broker_ids": replicas}]}], "timeout_ms": 30000,
+            "validate_only": False})
+        assert created["topics"][0]["error_code"] == 0, created
+    with KafkaConnection.to(f"{found['host']}:{found['port']}") as conn:
         body = wait_until(lambda: (lambda b: b if b["error_code"] == 0 else None)(conn.request(
             INIT_PRODUCER_ID, 4, {"transactional_id": txn_id, "transaction_timeout_ms": 60_000,
                                   "producer_id": -1, "producer_epoch": -1})), timeout_s=30,
             message="InitProducerId answered")
+    batch = _transactional_batch(body["producer_id"], body["producer_epoch"])
     with leader_connection(bootstrap, topic) as conn:
-        answer = conn.request(PRODUCE, 9, {"transactional_id": txn_id, "acks": -1, "timeout_ms": 10_000,
-                                           "topic_data": [{"name": topic, "partition_data": [
-                                               {"index": 0, "records": _transactional_batch(
-                                                   body["producer_id"], body["producer_epoch"])}]}]})
+        answer = wait_until(lambda: (lambda a: a if a["responses"][0]["partition_responses"][0]["error_code"] not in (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_ENOUGH_REPLICAS) else None)(conn.request(
+                PRODUCE, 9, {"transactional_id": txn_id, "acks": -1, "timeout_ms": 10_000,
+                             "topic_data": [{"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})),
+            timeout_s=30, message="the produce answered")
     code = ErrorCode(answer["responses"][0]["partition_responses"][0]["error_code"])
     assert code is ErrorCode.INVALID_TXN_STATE
     assert read_values(bootstrap, topic, "read_uncommitted", 0, partitions=1) == []
