@@ -124,7 +124,7 @@ class RequestDispatcher:
         # Group APIs also get who asked (client id, host): members are described with them.
         self._context_handlers = {**GroupApis(services).handlers(), **ConfigApis(services).handlers(),
                                  **ReplicationApis(services).handlers(), **LogDirApis(services).handlers(),
-                                 **TxnMarkerApis(services).handlers(), **TxnApis(services).handlers()}
+                                 **TxnMarkerApis(services).handlers(), **TxnApis(services, getattr(verifier, "verify_offsets", None)).handlers()}
 
     @property
     def advertised(self) -> dict[int, tuple[int, int]]:

@@ -11,7 +11,7 @@ INVALID_PRODUCER_EPOCH before the version that knows it).
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from typing import Awaitable, Callable, Protocol
 
 from rafka.common.errors import ErrorCode
 from rafka.common.metadata import ClusterMetadata
@@ -51,9 +51,15 @@ def _for_version(api_key: int, version: int, code: ErrorCode) -> ErrorCode:
     return code
 
 
+OffsetsVerifier = Callable[[str, int, int, TopicPartition], Awaitable[ErrorCode]]
+
+
 class TxnApis:
-    def __init__(self, services: TxnServices) -> None:
+    def __init__(self, services: TxnServices, verify_offsets: OffsetsVerifier | None = None) -> None:
+        """`verify_offsets` (KIP-890, None when verification is off) checks that a
+        TxnOffsetCommit's group partition is in the producer's transaction."""
         self._services = services
+        self._verify_offsets = verify_offsets
 
     def handlers(self) -> dict:
         return {INIT_PRODUCER_ID: self.init_producer_id, ADD_PARTITIONS_TO_TXN: self.add_partitions_to_txn,
@@ -149,6 +155,13 @@ class TxnApis:
                     offsets[key] = CommittedOffset(offset=p["committed_offset"],
                                                    leader_epoch=p.get("committed_leader_epoch", -1),
                                                    metadata=p.get("committed_metadata") or "")
+        if offsets and self._verify_offsets is not None:
+            group_tp = TopicPartition(OFFSETS_TOPIC, self._services.groups.partition_for(body["group_id"]))
+            refused = await self._verify_offsets(body["transactional_id"], body["producer_id"],
+                                                 body["producer_epoch"], group_tp)
+            if refused is not ErrorCode.NONE:
+                codes.update({key: refused for key in offsets})
+                offsets = {}
         if offsets:
             codes.update(await self._services.groups.commit_txn_offsets(
                 body["group_id"], body["producer_id"], body["producer_epoch"], body.get("member_id", ""),

@@ -65,6 +65,18 @@ class CoordinatorVerifier:
                                               else verdict) for tp in tps})
         return results
 
+    async def verify_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                             group_partition: TopicPartition) -> ErrorCode:
+        """TxnOffsetCommit's check (Kafka's `handleTxnCommitOffsets`): the group's offsets
+        partition must be in the transaction (AddOffsetsToTxn); the answer for the commit."""
+        verdict = await self._ask(transactional_id, producer_id, producer_epoch, [group_partition])
+        code = verdict.get(group_partition, ErrorCode.NONE) if isinstance(verdict, dict) else verdict
+        if code is ErrorCode.TRANSACTION_ABORTABLE:
+            return ErrorCode.INVALID_TXN_STATE
+        if code is ErrorCode.PRODUCER_FENCED:
+            return ErrorCode.INVALID_PRODUCER_EPOCH
+        return code
+
     async def _ask(self, txn_id: str, producer_id: int, epoch: int,
                    tps: list[TopicPartition]) -> ErrorCode | dict[TopicPartition, ErrorCode]:
         services = self._services

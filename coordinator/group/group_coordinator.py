@@ -140,7 +140,7 @@ class GroupCoordinator:
         self._ticks_writing: set[asyncio.Future] = set()   # timer ticks whose outcome is being written
         self.offsets_partitions = OffsetsPartitions(settings, storage, self.state, self.offsets, clock_ms=clock_ms,
                                                     complete=self._complete, loads_ended=self._timer_wake,
-                                                    log=self._log)
+                                                    log=self._log, txn_offsets=self.txn_offsets)
         self._offset_requests = OffsetRequests(settings, storage, self.state, self.offsets,
                                                check=self.offsets_partitions.check, clock_ms=clock_ms, log=self._log)
 

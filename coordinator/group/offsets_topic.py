@@ -116,6 +116,7 @@ def replay(batches: bytes | bytearray | memoryview, *,
     of the same offset was written after the transaction's (Kafka keeps the later write);
     ABORT drops them. Held commits of transactions still open at the end go to
     `open_transactions` (producer id -> records) when it is given, and are otherwise dropped.
+    Given a non-empty `open_transactions` (the previous chunk's), those are carried in first.
     Control batches yield nothing. A trailing incomplete batch (a read cut at a size limit)
     is ignored. Raises CorruptRecordError for a bad batch (CRC, lengths). A record without a
     key, or a control record or transactional key it cannot read, raises OffsetsRecordError,
@@ -132,6 +133,15 @@ def replay(batches: bytes | bytearray | memoryview, *,
     mv = batches if isinstance(batches, memoryview) else memoryview(batches)
     # producer id -> offset key -> (base offset of its batch, key bytes, value bytes)
     pending: dict[int, dict[OffsetKey, tuple[int, bytes, bytes]]] = {}
+    if open_transactions:
+        # Transactions still open at the end of the previous read of the same log (a load reads
+        # it in chunks): carried on, so that a marker in this chunk ends them.
+        for pid, pairs in open_transactions.items():
+            for key, value in pairs:
+                k = _offset_key_or_none(key)
+                if k is not None:
+                    pending.setdefault(pid, {})[k] = (-1, key, value)
+        open_transactions.clear()
     # offset key -> base offset of the batch of its latest non-transactional commit
     last_plain: dict[OffsetKey, int] = {}
     for header in list(iter_batches(mv)):

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from rafka.coordinator.group import offsets_records as records
 from rafka.coordinator.group.group_messages import CommittedOffset
+from rafka.partition_worker.record_batch import iter_batches
 
 OffsetKey = tuple[str, str, int]   # (group, topic, partition)
 
@@ -31,6 +33,25 @@ class PendingTxnOffsets:
         held = self._pending.setdefault(producer_id, {}).setdefault(partition, {})
         for (topic, index), offset in offsets.items():
             held[(group, topic, index)] = offset
+
+    def load(self, partition: int, open_transactions: Mapping[int, list[tuple[bytes, bytes | None]]]) -> int:
+        """The commits of transactions still open in a partition's log when it was loaded
+        (`offsets_topic.replay`'s `open_transactions`): held again, so that the marker a
+        transaction coordinator sends later commits or drops them. Returns how many; records
+        that are not offset commits are skipped."""
+        count = 0
+        for producer_id, pairs in open_transactions.items():
+            for key, value in pairs:
+                try:
+                    decoded = records.decode_key(key)
+                    if not isinstance(decoded, records.OffsetKey) or value is None:
+                        continue
+                    offset = records.decode_offset_value(value)
+                except records.OffsetsRecordError:
+                    continue
+                self.add(partition, producer_id, decoded.group, {(decoded.topic, decoded.partition): offset})
+                count += 1
+        return count
 
     def complete(self, partition: int, producer_id: int, commit: bool) -> dict[str, dict[tuple[str, int], CommittedOffset]]:
         """The marker of `producer_id`'s transaction is written on `partition`: its held offsets
@@ -64,6 +85,15 @@ class PendingTxnOffsets:
         """The base sequence of the next batch for this producer and epoch on `partition`."""
         epoch, seq = self._sequences.get((partition, producer_id), (producer_epoch, 0))
         return seq if epoch == producer_epoch else 0
+
+    def seen_batches(self, partition: int, batches: bytes | bytearray | memoryview) -> None:
+        """A load read these batches of the partition: its transactional batches set where
+        each producer's sequence goes on (a coordinator that takes over mid-transaction)."""
+        mv = batches if isinstance(batches, memoryview) else memoryview(batches)
+        for header in iter_batches(mv):
+            if header.is_transactional and not header.is_control and header.base_sequence >= 0:
+                self._sequences[(partition, header.producer_id)] = (
+                    header.producer_epoch, (header.base_sequence + header.last_offset_delta + 1) & 0x7FFFFFFF)
 
     def written(self, partition: int, producer_id: int, producer_epoch: int, records: int) -> None:
         """A batch of `records` records with the sequence `next_sequence` gave is in the log."""

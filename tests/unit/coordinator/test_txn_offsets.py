@@ -90,3 +90,31 @@ def test_a_coordinators_verdict_is_answered_to_a_produce_as_kafka_maps_it():
                       ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.CONCURRENT_TRANSACTIONS):
         assert produce_error(retriable) is ErrorCode.NOT_ENOUGH_REPLICAS
     assert produce_error(ErrorCode.INVALID_PRODUCER_ID_MAPPING) is ErrorCode.INVALID_PRODUCER_ID_MAPPING
+
+
+def test_a_new_group_coordinator_holds_an_open_transactions_offsets_until_its_marker():
+    """The group moves between the commit and the marker: the new coordinator loads the
+    transactional batch as pending, with the producer's next sequence, and the COMMIT
+    marker (here read in a later chunk of the log) makes it visible."""
+    from rafka.coordinator.group import offsets_topic
+    from rafka.partition_worker.control_records import ControlRecordType, EndTransactionMarker, encode_marker_batch
+
+    async def scenario():
+        storage = MemoryOffsets()
+        first = await loaded(storage)
+        partition = first.partition_for(GROUP)
+        await first.commit_txn_offsets(GROUP, PID, EPOCH, "", -1, None, {("t", 0): offset(21)})
+        await first.stop()
+        second = await loaded(storage)
+        assert second.txn_offsets.has_pending(GROUP, "t", 0)
+        assert second.txn_offsets.next_sequence(partition, PID, EPOCH) == 1
+        second.complete_txn_offsets(partition, PID, commit=True)
+        assert second.fetch_offsets(GROUP, [("t", 0)])[1][("t", 0)].offset == 21
+        await second.stop()
+        # The marker in the next chunk of a load ends a transaction of the chunk before.
+        open_transactions: dict = {}
+        assert list(offsets_topic.replay(storage.batches[partition][-1], open_transactions=open_transactions)) == []
+        marker = encode_marker_batch(EndTransactionMarker(ControlRecordType.COMMIT, 0), PID, EPOCH, 0)
+        replayed = list(offsets_topic.replay(marker, open_transactions=open_transactions))
+        assert len(replayed) == 1 and open_transactions == {}
+    asyncio.run(scenario())
