@@ -95,8 +95,8 @@ class Frontend:
         self._txn_storage = TxnStorage(self, txn_settings.write_timeout_ms)
         self.txns = TransactionCoordinator(broker_id, txn_settings, self._txn_storage,
                                            new_producer_id=self._new_producer_id)
-        self._verifier = CoordinatorVerifier(self) if txn_settings.verification_enable else None
-        self._dispatcher = RequestDispatcher(self, self._verifier or NO_VERIFICATION)
+        self.verifier = CoordinatorVerifier(self) if txn_settings.verification_enable else None
+        self._dispatcher = RequestDispatcher(self, self.verifier or NO_VERIFICATION)
         self._server = KafkaServer(self._dispatcher, host=host, port=port, broker_id=broker_id,
                                    settings=socket_settings)
 
@@ -120,8 +120,8 @@ class Frontend:
         await self.groups.stop()
         await self.txns.stop()
         self._txn_storage.close()
-        if self._verifier is not None:
-            self._verifier.close()
+        if self.verifier is not None:
+            self.verifier.close()
 
     def pid(self) -> int:
         return os.getpid()
@@ -181,6 +181,8 @@ class Frontend:
         self.groups.set_led_partitions({tp.partition for tp in (*self._channels, *self.starting)
                                         if tp.topic == OFFSETS_TOPIC})
         # The transaction coordinator likewise, each partition with its leader epoch (the coordinator epoch).
+        if self.verifier is not None:
+            self.verifier.keep_only(self._channels)
         led = {tp.partition for tp in (*self._channels, *self.starting) if tp.topic == TRANSACTION_STATE_TOPIC}
         self.txns.set_led_partitions({p: getattr(self.metadata.partition(TRANSACTION_STATE_TOPIC, p), "leader_epoch", 0)
                                       for p in led})

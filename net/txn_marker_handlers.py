@@ -24,7 +24,7 @@ import asyncio
 from typing import Any
 
 from rafka.common.errors import ErrorCode
-from rafka.common.types import OFFSETS_TOPIC
+from rafka.common.types import OFFSETS_TOPIC, TopicPartition
 from rafka.net.group_handlers import RequestContext
 from rafka.net.protocol import apis
 from rafka.net.routing import LeaderLookup, leader_channel, once_started
@@ -78,6 +78,10 @@ async def write_marker(services: LeaderLookup, producer_id: int, producer_epoch:
     if channel is None:
         return ProduceResult(err)
     result = await channel.write_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit, timeout_ms)
+    if result.error is ErrorCode.NONE:
+        verifier: Any = getattr(services, "verifier", None)
+        if verifier is not None:   # (its next transaction here is verified again, KIP-890)
+            verifier.forget(TopicPartition(topic, partition), producer_id)
     if result.error is ErrorCode.NONE and topic == OFFSETS_TOPIC:
         groups: Any = getattr(services, "groups", None)
         if groups is not None:

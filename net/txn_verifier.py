@@ -11,10 +11,13 @@ that cannot answer now (COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, CONCURRENT_TRANSACTIONS, or unreachable) is
 NOT_ENOUGH_REPLICAS, which producers retry.
 
-Not yet (see `txn_produce.py`): Kafka verifies only a batch that would open a transaction at
-the partition, and holds a verification guard at the replica until the append; rafka asks for
-every transactional batch and has no guard, so a marker landing between the answer and the
-append is not caught.
+A confirmed (partition, producer id, epoch) is remembered until a marker for that producer is
+written to the partition here (`forget`) or the partition's leadership leaves this broker
+(`keep_only`), so only a producer's first batch of a transaction at a partition is asked
+about, as Kafka asks only for a batch that would open a transaction there.
+
+Not yet (see `txn_produce.py`): Kafka's verification guard at the replica, so a marker landing
+between the answer and the append is not caught.
 """
 from __future__ import annotations
 
@@ -53,16 +56,33 @@ class CoordinatorVerifier:
     def __init__(self, services: Any) -> None:
         self._services = services
         self._brokers = BrokerRequests(f"txn-verifier-{services.broker_id}")
+        self._verified: set[tuple[TopicPartition, int, int]] = set()   # (partition, producer id, epoch)
+
+    def forget(self, tp: TopicPartition, producer_id: int) -> None:
+        """A marker of `producer_id` is written to `tp`: its next transaction there is asked about."""
+        if self._verified:
+            self._verified = {v for v in self._verified if not (v[0] == tp and v[1] == producer_id)}
+
+    def keep_only(self, led: object) -> None:
+        """Forget the partitions not in `led` (those whose leadership left this broker)."""
+        if self._verified:
+            self._verified = {v for v in self._verified if v[0] in led}
 
     async def verify(self, transactional_id: str, writes: list[TransactionalWrite]) -> dict[TopicPartition, ErrorCode]:
         results: dict[TopicPartition, ErrorCode] = {}
         by_producer: dict[tuple[int, int], list[TopicPartition]] = {}
         for write in writes:
-            by_producer.setdefault((write.producer_id, write.producer_epoch), []).append(write.tp)
+            if (write.tp, write.producer_id, write.producer_epoch) in self._verified:
+                results[write.tp] = ErrorCode.NONE
+            else:
+                by_producer.setdefault((write.producer_id, write.producer_epoch), []).append(write.tp)
         for (producer_id, epoch), tps in by_producer.items():
             verdict = await self._ask(transactional_id, producer_id, epoch, tps)
-            results.update({tp: produce_error(verdict.get(tp, ErrorCode.NONE) if isinstance(verdict, dict)
-                                              else verdict) for tp in tps})
+            for tp in tps:
+                code = produce_error(verdict.get(tp, ErrorCode.NONE) if isinstance(verdict, dict) else verdict)
+                results[tp] = code
+                if code is ErrorCode.NONE:
+                    self._verified.add((tp, producer_id, epoch))
         return results
 
     async def verify_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,

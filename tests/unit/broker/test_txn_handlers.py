@@ -112,3 +112,43 @@ def test_find_coordinator_of_a_transactional_id_and_of_an_unknown_key_type():
         assert other["coordinators"][0]["error_code"] == ErrorCode.INVALID_REQUEST
         await services.txns.stop()
     asyncio.run(scenario())
+
+
+def test_the_verifier_asks_once_per_transaction_at_a_partition_and_again_after_its_marker():
+    from rafka.common.types import TopicPartition
+    from rafka.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC
+    from rafka.net.txn_produce import TransactionalWrite
+    from rafka.net.txn_verifier import CoordinatorVerifier
+
+    async def scenario():
+        services, apis = await ready()
+        partitions = {p: PartitionInfo(p, 0, 0, (0,), (0,)) for p in range(SETTINGS.partitions)}
+        services.metadata = ClusterMetadata("c", 0, 1, {0: BrokerInfo(0, "127.0.0.1", 9092)}, {
+            **services.metadata.topics,
+            TRANSACTION_STATE_TOPIC: TopicInfo(TRANSACTION_STATE_TOPIC, uuid.uuid4(), partitions, internal=True)})
+        asked: list[list[TopicPartition]] = []
+        verify = services.txns.verify_partitions
+
+        def counting(txn_id, pid, epoch, tps):
+            asked.append(list(tps))
+            return verify(txn_id, pid, epoch, tps)
+        services.txns.verify_partitions = counting
+        verifier = CoordinatorVerifier(services)
+        init = await apis.init_producer_id(4, {"transactional_id": TXN, "transaction_timeout_ms": 10_000,
+                                               "producer_id": -1, "producer_epoch": -1}, CONTEXT)
+        pid = init["producer_id"]
+        t0, t1 = TopicPartition("t", 0), TopicPartition("t", 1)
+        writes = [TransactionalWrite(t0, pid, 0), TransactionalWrite(t1, pid, 0)]
+        assert await verifier.verify(TXN, writes) == {t0: ErrorCode.INVALID_TXN_STATE, t1: ErrorCode.INVALID_TXN_STATE}
+        await services.txns.add_partitions(TXN, pid, 0, [t0])
+        assert await verifier.verify(TXN, writes) == {t0: ErrorCode.NONE, t1: ErrorCode.INVALID_TXN_STATE}
+        assert await verifier.verify(TXN, writes[:1]) == {t0: ErrorCode.NONE}
+        assert asked == [[t0, t1], [t0, t1]]          # the confirmed partition is not asked again
+        verifier.forget(t0, pid)                      # its marker is written here
+        assert await verifier.verify(TXN, writes[:1]) == {t0: ErrorCode.NONE}
+        verifier.keep_only({t1})                      # its leadership left this broker
+        assert await verifier.verify(TXN, writes[:1]) == {t0: ErrorCode.NONE}
+        assert asked[2:] == [[t0], [t0]]
+        assert await verifier.verify(TXN, [TransactionalWrite(t1, pid, 3)]) == {t1: ErrorCode.INVALID_PRODUCER_EPOCH}
+        await services.txns.stop()
+    asyncio.run(scenario())
