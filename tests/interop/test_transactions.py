@@ -1,5 +1,5 @@
-"""Transactions with real clients (KIP-98, KIP-447, KIP-890 part 1): confluent-kafka's and
-kafka-python's transactional producers commit and abort across three partitions, and a
+"""Transactions with real clients (KIP-98, KIP-447, KIP-890 part 1): confluent-kafka's,
+kafka-python's and aiokafka's transactional producers commit and abort across three partitions, and a
 read_committed consumer sees exactly the committed records while read_uncommitted sees all;
 a zombie producer is fenced; consume-transform-produce commits the group's offsets in the
 transaction; a transactional produce to a partition not in the transaction is refused. The
@@ -232,4 +232,31 @@ def test_kafka_python_commit_and_abort_across_three_partitions(bootstrap):
     finally:
         producer.close(10)
     assert sorted(read_values(bootstrap, topic, "read_committed", 6)) == sorted(b"kp-c-%d" % i for i in range(6))
+    assert len(read_values(bootstrap, topic, "read_uncommitted", 12)) == 12
+
+
+def test_aiokafka_commit_and_abort_across_three_partitions(bootstrap):
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    topic = _name("txn-aio")
+    create_topic(bootstrap, topic, PARTITIONS)
+
+    async def run() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=_name("txn-aio"))
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for i in range(6):
+                    await producer.send_and_wait(topic, value=b"aio-c-%d" % i, partition=i % PARTITIONS)
+            await producer.begin_transaction()
+            for i in range(6):
+                await producer.send_and_wait(topic, value=b"aio-a-%d" % i, partition=i % PARTITIONS)
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+    assert sorted(read_values(bootstrap, topic, "read_committed", 6)) == sorted(b"aio-c-%d" % i for i in range(6))
     assert len(read_values(bootstrap, topic, "read_uncommitted", 12)) == 12
