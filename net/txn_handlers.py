@@ -155,6 +155,10 @@ class TxnApis:
                     offsets[key] = CommittedOffset(offset=p["committed_offset"],
                                                    leader_epoch=p.get("committed_leader_epoch", -1),
                                                    metadata=p.get("committed_metadata") or "")
+        owner = self._services.groups.check(body["group_id"]) if offsets else ErrorCode.NONE
+        if owner is not ErrorCode.NONE:   # (Kafka's order: the group's coordinator first, then the transaction)
+            codes.update({key: owner for key in offsets})
+            offsets = {}
         if offsets and self._verify_offsets is not None:
             group_tp = TopicPartition(OFFSETS_TOPIC, self._services.groups.partition_for(body["group_id"]))
             refused = await self._verify_offsets(body["transactional_id"], body["producer_id"],

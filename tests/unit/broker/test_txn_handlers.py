@@ -152,3 +152,44 @@ def test_the_verifier_asks_once_per_transaction_at_a_partition_and_again_after_i
         assert await verifier.verify(TXN, [TransactionalWrite(t1, pid, 3)]) == {t1: ErrorCode.INVALID_PRODUCER_EPOCH}
         await services.txns.stop()
     asyncio.run(scenario())
+
+
+def test_txn_offset_commit_checks_the_group_then_the_transaction_then_writes():
+    from rafka.coordinator.group.group_coordinator import GroupCoordinator
+    from tests.unit.coordinator.test_group_coordinator import SETTINGS as GROUP_SETTINGS, MemoryOffsets
+
+    async def scenario():
+        services, _ = await ready()
+        groups = GroupCoordinator(0, GROUP_SETTINGS, MemoryOffsets())
+        services.groups = groups
+        verdicts = {"answer": ErrorCode.INVALID_TXN_STATE}
+        asked = []
+
+        async def verify(txn_id, pid, epoch, tp):
+            asked.append(tp)
+            return verdicts["answer"]
+        apis = TxnApis(services, verify)
+        body = {"transactional_id": TXN, "group_id": "g", "producer_id": 500, "producer_epoch": 0,
+                "generation_id": -1, "member_id": "", "group_instance_id": None,
+                "topics": [{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 5,
+                                                         "committed_leader_epoch": -1, "committed_metadata": ""}]},
+                           {"name": "nope", "partitions": [{"partition_index": 0, "committed_offset": 5,
+                                                            "committed_leader_epoch": -1, "committed_metadata": ""}]}]}
+
+        def codes(answer: dict) -> dict:
+            return {(t["name"], p["partition_index"]): p["error_code"] for t in answer["topics"] for p in t["partitions"]}
+        assert codes(await apis.txn_offset_commit(3, body, CONTEXT)) == {
+            ("t", 0): ErrorCode.NOT_COORDINATOR, ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        assert asked == []                                  # not this group's coordinator: not verified
+        groups.set_led_partitions(set(range(GROUP_SETTINGS.partitions)))
+        for _ in range(200):
+            if groups.check("g") is ErrorCode.NONE:
+                break
+            await asyncio.sleep(0.002)
+        assert codes(await apis.txn_offset_commit(3, body, CONTEXT))[("t", 0)] == ErrorCode.INVALID_TXN_STATE
+        verdicts["answer"] = ErrorCode.NONE
+        assert codes(await apis.txn_offset_commit(3, body, CONTEXT))[("t", 0)] == ErrorCode.NONE
+        assert groups.txn_offsets.has_pending("g", "t", 0)
+        await groups.stop()
+        await services.txns.stop()
+    asyncio.run(scenario())
