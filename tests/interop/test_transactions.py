@@ -260,3 +260,32 @@ def test_aiokafka_commit_and_abort_across_three_partitions(bootstrap):
     asyncio.run(run())
     assert sorted(read_values(bootstrap, topic, "read_committed", 6)) == sorted(b"aio-c-%d" % i for i in range(6))
     assert len(read_values(bootstrap, topic, "read_uncommitted", 12)) == 12
+
+
+def test_a_transaction_open_past_its_timeout_is_aborted_by_the_coordinator(bootstrap):
+    topic = _name("txn-timeout")
+    create_topic(bootstrap, topic, PARTITIONS)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": _name("txn-timeout"),
+                         "transaction.timeout.ms": 3000, "linger.ms": 0})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    failed: list = []
+    for p in range(PARTITIONS):
+        producer.produce(topic, value=b"abandoned-%d" % p, partition=p, on_delivery=lambda e, _m: e and failed.append(e))
+    assert producer.flush(30) == 0 and not failed, failed
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": _name("reader"),
+                         "isolation.level": "read_committed"})
+    try:
+        consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        # The coordinator aborts it (a marker on every partition): a read_committed consumer
+        # reaches the end of each partition (its record at 0, the ABORT marker at 1) having read
+        # nothing; until then it waits at the open transaction.
+        def at_end() -> bool:
+            assert [m for m in consumer.consume(10, timeout=0.2) if m.error() is None] == []
+            return all(tp.offset == 2 for tp in consumer.position(
+                [TopicPartition(topic, p) for p in range(PARTITIONS)]))
+        wait_until(at_end, timeout_s=15, message="the abandoned transaction aborted")
+    finally:
+        consumer.close()
+    with pytest.raises(KafkaException):   # its producer was fenced by the abort
+        producer.commit_transaction(10)
