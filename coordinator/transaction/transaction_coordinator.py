@@ -6,9 +6,10 @@ requests cost no Ray call. The decisions are the pure core's (`transaction_reque
 `TransactionMetadata`); this class looks the id up, writes each transition to its
 `__transaction_state` partition (acks=all) before applying it and answering, and hands ended
 transactions to the marker sender (`transaction_markers.py`). Ownership follows Kafka's
-`TransactionStateManager`: a partition led here is loaded from its log in the background
-(COORDINATOR_LOAD_IN_PROGRESS meanwhile), a transactional id of any other partition is
-NOT_COORDINATOR. The coordinator epoch of a partition is its leader epoch.
+`TransactionStateManager` (`transaction_partitions.py`): a partition led here is loaded from
+its log in the background (COORDINATOR_LOAD_IN_PROGRESS meanwhile), a transactional id of any
+other partition is NOT_COORDINATOR; the coordinator epoch of a partition is its leader epoch,
+and a load resumes the transactions left between PREPARE and COMPLETE.
 
 Timers (Kafka's): every `transaction.abort.timed.out.transaction.cleanup.interval.ms` the
 transactions open past their timeout are fenced and aborted; every
@@ -21,11 +22,10 @@ requests in, which the metadata's pending state answers CONCURRENT_TRANSACTIONS.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
 from dataclasses import dataclass
-from typing import AsyncIterator, Awaitable, Callable, Iterable, Protocol
+from typing import Awaitable, Callable, Iterable, Protocol
 
 from rafka.common.config import BrokerConfig
 from rafka.common.errors import ErrorCode
@@ -34,6 +34,7 @@ from rafka.common.types import TopicPartition
 from rafka.coordinator.transaction import transaction_log, transaction_requests as requests
 from rafka.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 from rafka.coordinator.transaction.transaction_markers import MarkerSender, MarkerWriter
+from rafka.coordinator.transaction.transaction_partitions import TxnLogReader, TxnPartitions
 from rafka.coordinator.transaction.transaction_metadata import TransactionMetadata, TransactionState, TxnTransitMetadata
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,6 @@ _APPEND_ERRORS = {
     ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
     ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
 }
-_MAX_LOAD_RETRY_BACKOFF_MS = 5000
 
 
 @dataclass(frozen=True)
@@ -88,14 +88,11 @@ class TxnSettings:
                 "unclean.leader.election.enable": "false"}
 
 
-class TransactionStorage(MarkerWriter, Protocol):
+class TransactionStorage(MarkerWriter, TxnLogReader, Protocol):
     """The `__transaction_state` partitions led here, and the partitions' leaders for markers."""
 
     async def append_txn_log(self, partition: int, batch: bytes) -> ErrorCode:
         """Append one batch with acks=all; the error of the write."""
-
-    def read_txn_log(self, partition: int) -> AsyncIterator[bytes]:
-        """The partition's batches from its log start to its log end (a load)."""
 
 
 class TransactionCoordinator:
@@ -110,11 +107,10 @@ class TransactionCoordinator:
         self._new_producer_id = new_producer_id
         self._clock_ms = clock_ms
         self._log = Prefixed(log, f"[TransactionCoordinator broker={broker_id}]")
-        self._epochs: dict[int, int] = {}                    # led partition -> coordinator epoch
-        self._loaded: dict[int, dict[str, TransactionMetadata]] = {}
-        self._loading: dict[int, asyncio.Task] = {}
         self._tasks: list[asyncio.Task] = []
         self.markers = MarkerSender(storage, settings.write_timeout_ms, self._log)
+        self.partitions = TxnPartitions(settings.partitions, storage, self._resume,
+                                        load_retry_backoff_ms=settings.load_retry_backoff_ms, log=self._log)
 
     # -- lifecycle -----------------------------------------------------------------
     def start(self) -> None:
@@ -125,9 +121,10 @@ class TransactionCoordinator:
                                                              self.remove_expired))]
 
     async def stop(self) -> None:
-        for task in [*self._tasks, *self._loading.values()]:
+        for task in self._tasks:
             task.cancel()
         self._tasks = []
+        self.partitions.stop()
         self.markers.stop()
 
     async def _every(self, interval_ms: int, step: Callable[[], Awaitable[int]]) -> None:
@@ -138,74 +135,27 @@ class TransactionCoordinator:
             except Exception:  # noqa: BLE001 - one bad round must not stop the timer
                 self._log.exception("transaction coordinator timer failed")
 
-    # -- ownership -----------------------------------------------------------------
+    # -- ownership (TxnPartitions) ---------------------------------------------------------
     def partition_for(self, transactional_id: str) -> int:
-        return transaction_log.partition_for(transactional_id, self.settings.partitions)
+        return self.partitions.partition_for(transactional_id)
 
     def set_led_partitions(self, partitions: dict[int, int]) -> None:
         """The `__transaction_state` partitions led here, each with its leader epoch (the
-        coordinator epoch): load new ones (or ones whose epoch moved) in the background,
-        forget the ones lost."""
-        for partition, epoch in sorted(partitions.items()):
-            if self._epochs.get(partition) == epoch:
-                continue
-            self._unload(partition)
-            self._epochs[partition] = epoch
-            self._loading[partition] = asyncio.ensure_future(self._load(partition, epoch))
-        for partition in sorted(set(self._epochs) - set(partitions)):
-            self._unload(partition)
-
-    def _unload(self, partition: int) -> None:
-        task = self._loading.pop(partition, None)
-        if task is not None:
-            task.cancel()
-        self._epochs.pop(partition, None)
-        dropped = self._loaded.pop(partition, None)
-        if dropped is not None:
-            self._log.info("unloaded %s-%d (%d transactional ids)", TRANSACTION_STATE_TOPIC, partition, len(dropped))
+        coordinator epoch): loaded in the background, the lost ones forgotten."""
+        self.partitions.set_led(partitions)
 
     def check(self, transactional_id: str) -> ErrorCode:
         """NONE when this broker coordinates `transactional_id` and has loaded it."""
-        partition = self.partition_for(transactional_id)
-        if partition in self._loaded:
-            return ErrorCode.NONE
-        if partition in self._loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NOT_COORDINATOR
+        return self.partitions.check(transactional_id)
 
     def _owner(self, partition: int, epoch: int) -> bool:
-        return partition in self._loaded and self._epochs.get(partition) == epoch
+        return self.partitions.owner(partition, epoch)
 
-    async def _load(self, partition: int, epoch: int) -> None:
-        backoff_ms = self.settings.load_retry_backoff_ms
-        try:
-            for attempt in itertools.count(1):
-                try:
-                    await self._load_once(partition, epoch)
-                    return
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:  # noqa: BLE001 - retried while the partition is led here
-                    self._log.warning("failed to load %s-%d (attempt %d): %r", TRANSACTION_STATE_TOPIC, partition,
-                                      attempt, e)
-                await asyncio.sleep(backoff_ms / 1000)
-                backoff_ms = min(backoff_ms * 2, _MAX_LOAD_RETRY_BACKOFF_MS)
-        finally:
-            if self._loading.get(partition) is asyncio.current_task():
-                del self._loading[partition]
-
-    async def _load_once(self, partition: int, epoch: int) -> None:
-        """Kafka's `loadTransactionsForTxnTopicPartition`: replay the log, own the partition,
-        then complete the transactions it left between PREPARE and COMPLETE."""
-        started = time.monotonic()
-        chunks = [bytes(batch) async for batch in self._storage.read_txn_log(partition)]
-        loaded = transaction_log.load(b"".join(chunks), on_unreadable=lambda reason: self._log.warning(
-            "skipped an unreadable record of %s-%d: %s", TRANSACTION_STATE_TOPIC, partition, reason))
-        self._loaded[partition] = loaded
-        self._log.info("loaded %s-%d at coordinator epoch %d: %d transactional ids in %.3f s",
-                       TRANSACTION_STATE_TOPIC, partition, epoch, len(loaded), time.monotonic() - started)
+    def _resume(self, partition: int, epoch: int, ids: dict[str, TransactionMetadata]) -> None:
+        """A partition is loaded: complete the transactions it left between PREPARE and
+        COMPLETE (their coordinator moved or restarted), as Kafka's load does."""
         now = self._clock_ms()
-        for txn_id, meta in loaded.items():
+        for txn_id, meta in ids.items():
             transit = requests.resume_after_load(meta, now)
             if transit is not None:
                 commit = meta.state is TransactionState.PREPARE_COMMIT
@@ -218,7 +168,8 @@ class TransactionCoordinator:
         partition = self.partition_for(transactional_id)
         if code is not ErrorCode.NONE:
             return code, None, partition, -1
-        return ErrorCode.NONE, self._loaded[partition].get(transactional_id), partition, self._epochs[partition]
+        return (ErrorCode.NONE, self.partitions.ids(partition).get(transactional_id), partition,
+                self.partitions.epoch(partition))
 
     # -- the log ---------------------------------------------------------------------
     async def _write(self, partition: int, epoch: int, txn_id: str, meta: TransactionMetadata,
@@ -236,7 +187,7 @@ class TransactionCoordinator:
             self._log.warning("writing %s to %s-%d failed: %r", txn_id, TRANSACTION_STATE_TOPIC, partition, e)
             code = ErrorCode.UNKNOWN_SERVER_ERROR
         if code is ErrorCode.NONE and not (self._owner(partition, epoch)
-                                           and self._loaded[partition].get(txn_id) is meta):
+                                           and self.partitions.ids(partition).get(txn_id) is meta):
             return ErrorCode.NOT_COORDINATOR
         if code is not ErrorCode.NONE:
             self._log.warning("could not write %s to %s-%d: %s", txn_id, TRANSACTION_STATE_TOPIC, partition,
@@ -268,7 +219,7 @@ class TransactionCoordinator:
                 return (code, *failed)
             if meta is None:
                 meta = requests.new_metadata(transactional_id, producer_id, txn_timeout_ms, self._clock_ms())
-                self._loaded[partition][transactional_id] = meta
+                self.partitions.ids(partition)[transactional_id] = meta
         spare_id = None
         if meta.is_producer_epoch_exhausted and not meta.pending_transition_in_progress:
             spare_id = await self._new_producer_id()
@@ -348,7 +299,7 @@ class TransactionCoordinator:
     def _send_markers(self, partition: int, epoch: int, txn_id: str, meta: TransactionMetadata,
                       complete: TxnTransitMetadata, commit: bool) -> None:
         async def write_complete() -> ErrorCode:
-            if not self._owner(partition, epoch) or self._loaded[partition].get(txn_id) is not meta:
+            if not self._owner(partition, epoch) or self.partitions.ids(partition).get(txn_id) is not meta:
                 return ErrorCode.NOT_COORDINATOR
             meta.pending_state = complete.txn_state   # (a failed attempt cleared it)
             return await self._write(partition, epoch, txn_id, meta, complete)
@@ -362,7 +313,7 @@ class TransactionCoordinator:
         """Fence and abort every transaction open past its timeout; how many were started."""
         now = self._clock_ms()
         started = 0
-        for partition, metas in list(self._loaded.items()):
+        for _, _, metas in self.partitions.loaded():
             for txn_id, meta in list(metas.items()):
                 fence = requests.abort_timed_out(meta, now)
                 if fence is None:
@@ -379,8 +330,7 @@ class TransactionCoordinator:
         each, as Kafka's `removeExpiredTransactionalIds`); how many were removed."""
         now = self._clock_ms()
         removed = 0
-        for partition, metas in list(self._loaded.items()):
-            epoch = self._epochs.get(partition, -1)
+        for partition, epoch, metas in self.partitions.loaded():
             for txn_id, meta in list(metas.items()):
                 if not meta.is_expired(now, self.settings.id_expiration_ms):
                     continue
@@ -398,7 +348,7 @@ class TransactionCoordinator:
     # -- admin -------------------------------------------------------------------------
     def transactions(self) -> list[tuple[str, TransactionMetadata]]:
         """Every transactional id loaded here with its metadata (ListTransactions)."""
-        return [(txn_id, meta) for metas in self._loaded.values() for txn_id, meta in metas.items()]
+        return [(txn_id, meta) for _, _, metas in self.partitions.loaded() for txn_id, meta in metas.items()]
 
 
 __all__ = ["TransactionCoordinator", "TransactionStorage", "TxnSettings"]

@@ -262,3 +262,25 @@ def test_settings_give_transaction_state_kafkas_topic_configs():
     configs = TxnSettings().topic_configs()
     assert configs["cleanup.policy"] == "compact" and configs["min.insync.replicas"] == "2"
     assert TxnSettings().partitions == 50 and TxnSettings().max_timeout_ms == 900_000
+
+
+def test_a_load_that_cannot_read_the_log_is_retried_meanwhile_load_in_progress():
+    async def scenario():
+        storage, clock = MemoryStorage(), Clock()
+        failures = [RuntimeError("not the leader yet")]
+        read = storage.read_txn_log
+
+        def flaky(partition):
+            if failures:
+                raise failures.pop()
+            return read(partition)
+        storage.read_txn_log = flaky
+        coordinator = TransactionCoordinator(1, SETTINGS, storage, lambda: None, clock_ms=clock)
+        coordinator.set_led_partitions({p: 0 for p in range(PARTITIONS)})
+        assert coordinator.check(TXN) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        await until(lambda: coordinator.check(TXN) is ErrorCode.NONE, "the retried load")
+        coordinator.set_led_partitions({p: 1 for p in range(PARTITIONS)})   # a new leader epoch: loaded again
+        assert coordinator.check(TXN) is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        await until(lambda: coordinator.check(TXN) is ErrorCode.NONE, "the load at the new epoch")
+        await coordinator.stop()
+    asyncio.run(scenario())

@@ -6,16 +6,13 @@ from __future__ import annotations
 import asyncio
 
 from rafka.common.errors import ErrorCode
-from rafka.coordinator.group.group_coordinator import GroupCoordinator, GroupSettings
 from rafka.coordinator.group.group_messages import CommittedOffset
-from rafka.coordinator.group.group_metadata import GroupConfig
 from rafka.coordinator.group.txn_offsets import PendingTxnOffsets
 from rafka.net.txn_verifier import produce_error
 from rafka.partition_worker.record_batch import iter_batches
 from tests.unit.coordinator.test_group_coordinator import GROUP, PARTITIONS, MemoryOffsets, loaded
 
 PID, EPOCH = 4000, 3
-SETTINGS = GroupSettings(partitions=PARTITIONS, group=GroupConfig(initial_rebalance_delay_ms=0))
 
 
 def offset(n: int) -> CommittedOffset:
