@@ -9,8 +9,8 @@ because a connection's answers go out in arrival order.
 
 One creation per topic is in flight however many requests ask for it; when it ends
 (created, refused or failed: failures are logged) the next request that still finds the
-topic missing starts another. `__consumer_offsets` is created the way the group coordinator
-creates it (its own partition count and configs), as Kafka does.
+topic missing starts another. `__consumer_offsets` and `__transaction_state` are created the way
+their coordinators create them (their own partition counts and configs), as Kafka does.
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from rafka.common.errors import ErrorCode
 from rafka.common.logging_util import Prefixed
 from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC
 from rafka.coordinator.messages import TopicSpec
+from rafka.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,11 @@ class TopicAutoCreator:
         fresh = sorted({n for n in names if n not in self._in_flight})
         if OFFSETS_TOPIC in fresh:
             fresh.remove(OFFSETS_TOPIC)
-            self._start([OFFSETS_TOPIC], self._create_offsets_topic())
+            self._start([OFFSETS_TOPIC], self._create_internal(OFFSETS_TOPIC, self._services.ensure_offsets_topic))
+        if TRANSACTION_STATE_TOPIC in fresh:
+            fresh.remove(TRANSACTION_STATE_TOPIC)
+            self._start([TRANSACTION_STATE_TOPIC], self._create_internal(TRANSACTION_STATE_TOPIC,
+                                                                         self._services.ensure_txn_topic))
         if fresh:
             self._start(fresh, self._create_topics(fresh))
 
@@ -73,8 +78,8 @@ class TopicAutoCreator:
                 self._log.warning("could not auto-create topic %s: %s %s", result.name, result.error.name,
                                   result.message or "")
 
-    async def _create_offsets_topic(self) -> None:
+    async def _create_internal(self, name: str, ensure: Any) -> None:
         try:
-            await self._services.ensure_offsets_topic()
+            await ensure()
         except Exception as e:  # noqa: BLE001
-            self._log.warning("could not auto-create topic %s: %r", OFFSETS_TOPIC, e)
+            self._log.warning("could not auto-create topic %s: %r", name, e)

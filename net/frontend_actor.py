@@ -21,6 +21,8 @@ from rafka.common.types import TopicPartition
 from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC, GroupCoordinator, GroupSettings
 from rafka.coordinator.messages import PartitionsSpec, TopicResult, TopicSpec
 from rafka.coordinator.transaction.producer_ids import ProducerIdManager, ProducerIdSource
+from rafka.coordinator.transaction.transaction_coordinator import TransactionCoordinator, TxnSettings
+from rafka.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 from rafka.net.data_plane import ReplicaChannel
 from rafka.net.dormant_channel import DormantChannel
 from rafka.partition_worker.closed_log import ClosedLog
@@ -32,6 +34,9 @@ from rafka.net.routing import STARTING_WAIT_MS
 from rafka.net.server import KafkaServer
 from rafka.net.starting_leaders import StartingLeaders
 from rafka.net.socket_settings import SocketServerSettings
+from rafka.net.txn_produce import NO_VERIFICATION
+from rafka.net.txn_storage import TxnStorage
+from rafka.net.txn_verifier import CoordinatorVerifier
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +73,7 @@ class Frontend:
                  producer_id_memory_ms: int = 604_800_000,
                  group_settings: GroupSettings | None = None,
                  offsets_topic_configs: dict[str, str] | None = None,
+                 txn_settings: TxnSettings | None = None,
                  control_timeout_ms: int = DEFAULT_CONTROL_TIMEOUT_MS) -> None:
         drop_tracing_wrappers(self)   # each produce and fetch looks its partitions' channels up here
         self.broker_id = broker_id
@@ -85,13 +91,19 @@ class Frontend:
         self._group_settings = group_settings or GroupSettings()
         self.groups = GroupCoordinator(broker_id, self._group_settings, storage=self)
         self._offsets_topic_configs = dict(offsets_topic_configs or {})
-        self._dispatcher = RequestDispatcher(self)
+        txn_settings = txn_settings or TxnSettings()
+        self._txn_storage = TxnStorage(self, txn_settings.write_timeout_ms)
+        self.txns = TransactionCoordinator(broker_id, txn_settings, self._txn_storage,
+                                           new_producer_id=self._new_producer_id)
+        self.verifier = CoordinatorVerifier(self) if txn_settings.verification_enable else None
+        self._dispatcher = RequestDispatcher(self, self.verifier or NO_VERIFICATION)
         self._server = KafkaServer(self._dispatcher, host=host, port=port, broker_id=broker_id,
                                    settings=socket_settings)
 
     async def start(self) -> int:
         """Bind the listener; returns the bound port (useful when asked for port 0)."""
         self.groups.start()
+        self.txns.start()
         port = await self._server.start()
         self._log.info("serving Kafka clients on port %d", port)
         freeze_startup_objects()
@@ -106,6 +118,10 @@ class Frontend:
         self._fetchers.stop()
         await self._server.stop()
         await self.groups.stop()
+        await self.txns.stop()
+        self._txn_storage.close()
+        if self.verifier is not None:
+            self.verifier.close()
 
     def pid(self) -> int:
         return os.getpid()
@@ -164,6 +180,12 @@ class Frontend:
         naming this broker, would contradict."""
         self.groups.set_led_partitions({tp.partition for tp in (*self._channels, *self.starting)
                                         if tp.topic == OFFSETS_TOPIC})
+        # The transaction coordinator likewise, each partition with its leader epoch (the coordinator epoch).
+        if self.verifier is not None:
+            self.verifier.keep_only(self._channels)
+        led = {tp.partition for tp in (*self._channels, *self.starting) if tp.topic == TRANSACTION_STATE_TOPIC}
+        self.txns.set_led_partitions({p: getattr(self.metadata.partition(TRANSACTION_STATE_TOPIC, p), "leader_epoch", 0)
+                                      for p in led})
 
     def _reuse_channels(self, current: dict[TopicPartition, Channel], wanted: dict[TopicPartition, tuple[Any, str]],
                         dormant: dict[TopicPartition, ClosedLog | None] | None,
@@ -346,6 +368,21 @@ class Frontend:
         if answer is None:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, -1, -1
         return ErrorCode.NONE, answer.producer_id, answer.producer_epoch
+
+    async def _new_producer_id(self) -> int | None:
+        """A fresh producer id for a transactional id (None when no id block can be claimed)."""
+        answer = await self._producer_ids.init_producer(-1, -1)
+        return None if answer is None else answer.producer_id
+
+    async def ensure_txn_topic(self) -> None:
+        """Create `__transaction_state` on first use, as Kafka does (see `ensure_offsets_topic`)."""
+        settings = self.txns.settings
+        spec = TopicSpec(TRANSACTION_STATE_TOPIC, settings.partitions, settings.replication_factor,
+                         configs=settings.topic_configs())
+        results = await self.create_topics([spec], False, 30000)
+        if results[0].error not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            self._log.warning("could not create %s: %s %s", TRANSACTION_STATE_TOPIC, results[0].error.name,
+                              results[0].message)
 
     async def ensure_offsets_topic(self) -> None:
         """Create `__consumer_offsets` on first use, as Kafka does (a race with another broker

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Awaitable, Callable, Protocol
 
 from rafka.common.errors import ErrorCode
 from rafka.common.metadata import ClusterMetadata
 from rafka.common.types import TopicPartition
 from rafka.coordinator.group.group_coordinator import OFFSETS_TOPIC, GroupCoordinator
+from rafka.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPIC
 from rafka.coordinator.group.group_messages import (
     CommittedOffset, HeartbeatRequest, JoinRequest, LeaveRequest, SyncRequest,
 )
@@ -34,6 +35,7 @@ OFFSET_COMMIT, OFFSET_FETCH, LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, OFFSET
 GROUP_APIS = (FIND_COORDINATOR, JOIN_GROUP, SYNC_GROUP, HEARTBEAT, LEAVE_GROUP, OFFSET_COMMIT, OFFSET_FETCH,
               LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, OFFSET_DELETE)
 COORDINATOR_TYPE_GROUP = 0
+COORDINATOR_TYPE_TRANSACTION = 1
 UNKNOWN_AUTHORIZED_OPERATIONS = -2147483648
 
 
@@ -53,6 +55,9 @@ class GroupServices(Protocol):
 
     async def ensure_offsets_topic(self) -> None:
         """Create `__consumer_offsets` if it does not exist yet (first use, as Kafka)."""
+
+    async def ensure_txn_topic(self) -> None:
+        """Create `__transaction_state` if it does not exist yet (first use, as Kafka)."""
 
 
 class GroupApis:
@@ -80,24 +85,35 @@ class GroupApis:
                 "host": host, "port": port}
 
     async def _coordinator_of(self, key: str, key_type: int) -> tuple[ErrorCode, int, str, int]:
-        """(error, node, host, port) of the broker coordinating a group."""
-        missing = (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1)
+        """(error, node, host, port) of the broker coordinating a group (key type 0) or a
+        transactional id (key type 1): the leader of its partition of the internal topic."""
+        services = self._services
+        if key_type == COORDINATOR_TYPE_TRANSACTION and getattr(services, "txns", None) is not None:
+            if not key:
+                return ErrorCode.INVALID_REQUEST, -1, "", -1
+            return await self._leader_of(TRANSACTION_STATE_TOPIC, services.txns.partition_for(key),
+                                         services.ensure_txn_topic, lambda: None)
         if key_type != COORDINATOR_TYPE_GROUP:
-            return missing  # no transaction coordinator yet
+            return ErrorCode.INVALID_REQUEST, -1, "", -1
         if not key:
             return ErrorCode.INVALID_REQUEST, -1, "", -1
+        return await self._leader_of(OFFSETS_TOPIC, services.groups.partition_for(key), services.ensure_offsets_topic,
+                                     lambda: services.groups.warm(key))
+
+    async def _leader_of(self, topic: str, index: int, ensure: Callable[[], Awaitable[None]],
+                         warm: Callable[[], object]) -> tuple[ErrorCode, int, str, int]:
+        missing = (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1)
         services = self._services
-        if OFFSETS_TOPIC not in services.metadata.topics:
-            await services.ensure_offsets_topic()
-        info = services.metadata.topics.get(OFFSETS_TOPIC)
+        if topic not in services.metadata.topics:
+            await ensure()
+        info = services.metadata.topics.get(topic)
         if info is None:
             return missing
-        index = services.groups.partition_for(key)
         partition = info.partitions.get(index)
         broker = services.metadata.brokers.get(partition.leader) if partition is not None else None
         if broker is None:
             return missing
-        if broker.broker_id == services.broker_id and TopicPartition(OFFSETS_TOPIC, index) in services.starting:
+        if broker.broker_id == services.broker_id and TopicPartition(topic, index) in services.starting:
             # Led here, its replica still starting (a restart, a new offsets topic): clients ask
             # again, as they would while the partition had no leader, instead of sending commits
             # that librdkafka does not retry while the group loads.
@@ -107,7 +123,7 @@ class GroupApis:
             # written): it wakes now, so that the group's first writes find it running. (Answering
             # COORDINATOR_NOT_AVAILABLE until it ran made a librdkafka consumer's end-to-end
             # latency 3-5x worse in bench/produce_consume.py, for a cause not yet understood.)
-            services.groups.warm(key)
+            warm()
         return ErrorCode.NONE, broker.broker_id, broker.host, broker.port
 
     # -- membership ----------------------------------------------------------------------
@@ -179,7 +195,8 @@ class GroupApis:
             groups = [(g["group_id"], g.get("topics")) for g in body["groups"]]
         else:
             groups = [(body["group_id"], body.get("topics"))]
-        answers = [self._fetch_group(group_id, topics) for group_id, topics in groups]
+        stable = body.get("require_stable", False)
+        answers = [self._fetch_group(group_id, topics, stable) for group_id, topics in groups]
         if version >= 8:
             return {"throttle_time_ms": 0, "groups": [
                 {"group_id": group_id, "error_code": code, "topics": topics}
@@ -191,13 +208,22 @@ class GroupApis:
                     p["error_code"] = code
         return {"throttle_time_ms": 0, "topics": topics, "error_code": code}
 
-    def _fetch_group(self, group_id: str, topics: list[dict] | None) -> tuple[ErrorCode, list[dict]]:
+    def _fetch_group(self, group_id: str, topics: list[dict] | None,
+                     require_stable: bool = False) -> tuple[ErrorCode, list[dict]]:
+        """One group's committed offsets. With `require_stable` (v7+, KIP-447), a partition
+        whose offset an open transaction holds is UNSTABLE_OFFSET_COMMIT (the client retries)."""
         wanted = None if topics is None else [(t["name"], p) for t in topics for p in t["partition_indexes"]]
         code, found = self._services.groups.fetch_offsets(group_id, wanted)
         if code is not ErrorCode.NONE:
             found = {tp: None for tp in wanted or []}
+        pending = self._services.groups.txn_offsets
         by_topic: dict[str, list[dict]] = {}
         for (name, partition), committed in found.items():
+            if require_stable and pending.has_pending(group_id, name, partition):
+                by_topic.setdefault(name, []).append({
+                    "partition_index": partition, "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT,
+                    "committed_offset": -1, "committed_leader_epoch": -1, "metadata": ""})
+                continue
             by_topic.setdefault(name, []).append({
                 "partition_index": partition, "error_code": ErrorCode.NONE,
                 "committed_offset": committed.offset if committed else -1,

@@ -27,6 +27,7 @@ from rafka.net.routing import STARTING_WAIT_MS, leader_channel, once_started
 from rafka.net.protocol.apis import APIS
 from rafka.net.server import CloseConnection
 from rafka.net.starting_leaders import StartingLeaders
+from rafka.net.txn_handlers import TXN_APIS, TxnApis
 from rafka.net.txn_marker_handlers import TXN_MARKER_APIS, TxnMarkerApis
 from rafka.net.txn_produce import NO_VERIFICATION, TransactionVerifier, refusal, transactional_writes
 from rafka.partition_worker.messages import FetchResult, ProduceResult
@@ -94,8 +95,8 @@ def _advertised_ranges() -> dict[int, tuple[int, int]]:
 
 
 IMPLEMENTED = (API_VERSIONS, METADATA, PRODUCE, FETCH, LIST_OFFSETS, CREATE_TOPICS, DELETE_TOPICS,
-               DELETE_RECORDS, INIT_PRODUCER_ID, DESCRIBE_CLUSTER, CREATE_PARTITIONS, *GROUP_APIS, *CONFIG_APIS,
-               *REPLICATION_APIS, *LOG_DIR_APIS, *TXN_MARKER_APIS)
+               DELETE_RECORDS, DESCRIBE_CLUSTER, CREATE_PARTITIONS, *GROUP_APIS, *CONFIG_APIS,
+               *REPLICATION_APIS, *LOG_DIR_APIS, *TXN_MARKER_APIS, *TXN_APIS)
 
 
 class RequestDispatcher:
@@ -117,14 +118,13 @@ class RequestDispatcher:
             CREATE_TOPICS: self._create_topics,
             DELETE_TOPICS: self._delete_topics,
             DELETE_RECORDS: self._delete_records,
-            INIT_PRODUCER_ID: self._init_producer_id,
             DESCRIBE_CLUSTER: self._describe_cluster,
             CREATE_PARTITIONS: self._create_partitions,
         }
         # Group APIs also get who asked (client id, host): members are described with them.
         self._context_handlers = {**GroupApis(services).handlers(), **ConfigApis(services).handlers(),
                                  **ReplicationApis(services).handlers(), **LogDirApis(services).handlers(),
-                                 **TxnMarkerApis(services).handlers()}
+                                 **TxnMarkerApis(services).handlers(), **TxnApis(services, getattr(verifier, "verify_offsets", None)).handlers()}
 
     @property
     def advertised(self) -> dict[int, tuple[int, int]]:
@@ -432,20 +432,6 @@ class RequestDispatcher:
             else:
                 entry["error_code"] = ErrorCode.REQUEST_TIMED_OUT
         return {"throttle_time_ms": 0, "topics": topics_out}
-
-    # -- InitProducerId -------------------------------------------------------------
-    async def _init_producer_id(self, version: int, body: dict) -> dict:
-        """Idempotent producers get an id (and, per KIP-360, a bumped epoch) from this broker.
-
-        A transactional id needs a transaction coordinator, which rafka does not run yet: the
-        producer gets TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error that says so.
-        """
-        if body.get("transactional_id") is not None:
-            return {"throttle_time_ms": 0, "error_code": ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                    "producer_id": -1, "producer_epoch": -1}
-        code, producer_id, epoch = await self._services.init_producer_id(
-            body.get("producer_id", -1), body.get("producer_epoch", -1))
-        return {"throttle_time_ms": 0, "error_code": code, "producer_id": producer_id, "producer_epoch": epoch}
 
     # -- CreateTopics / DeleteTopics ---------------------------------------------
     async def _create_topics(self, version: int, body: dict) -> dict:

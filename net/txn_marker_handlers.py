@@ -12,15 +12,19 @@ ended NONE. A partition this broker does not know is UNKNOWN_TOPIC_OR_PARTITION,
 not lead NOT_LEADER_OR_FOLLOWER; a leader still starting, or resting, is waited for within
 half that time (then REQUEST_TIMED_OUT, and the coordinator retries).
 
-Not yet: the group coordinator's side for `__consumer_offsets` (Kafka's
-`onTransactionCompleted`, making a transaction's offset commits visible) comes with
-TxnOffsetCommit.
+A marker written to a `__consumer_offsets` partition also ends the transaction's offset
+commits held by the group coordinator (Kafka's `onTransactionCompleted`): COMMIT makes them
+visible, ABORT drops them. `write_marker` is the one path for both this API and the local
+transaction coordinator's own markers.
 """
 from __future__ import annotations
 
 import asyncio
 
+from typing import Any
+
 from rafka.common.errors import ErrorCode
+from rafka.common.types import OFFSETS_TOPIC, TopicPartition
 from rafka.net.group_handlers import RequestContext
 from rafka.net.protocol import apis
 from rafka.net.routing import LeaderLookup, leader_channel, once_started
@@ -58,12 +62,28 @@ class TxnMarkerApis:
         return {"markers": answers}
 
     async def _write(self, marker: dict, topic: str, partition: int) -> ProduceResult:
-        err, channel = leader_channel(self._services, topic, partition)
-        if err is ErrorCode.NOT_LEADER_OR_FOLLOWER:
-            deadline = asyncio.get_running_loop().time() + self._timeout_ms / 2000
-            err, channel = await once_started(self._services, topic, partition, deadline)
-        if channel is None:
-            return ProduceResult(err)
-        return await channel.write_txn_marker(marker["producer_id"], marker["producer_epoch"],
-                                              marker["coordinator_epoch"], marker["transaction_result"],
-                                              self._timeout_ms)
+        return await write_marker(self._services, marker["producer_id"], marker["producer_epoch"],
+                                  marker["coordinator_epoch"], marker["transaction_result"], topic, partition,
+                                  self._timeout_ms)
+
+
+async def write_marker(services: LeaderLookup, producer_id: int, producer_epoch: int, coordinator_epoch: int,
+                       commit: bool, topic: str, partition: int, timeout_ms: int) -> ProduceResult:
+    """One partition's marker by its leader here (a starting one waited for within half the
+    timeout); on `__consumer_offsets`, the group coordinator then ends the transaction's commits."""
+    err, channel = leader_channel(services, topic, partition)
+    if err is ErrorCode.NOT_LEADER_OR_FOLLOWER:
+        deadline = asyncio.get_running_loop().time() + timeout_ms / 2000
+        err, channel = await once_started(services, topic, partition, deadline)
+    if channel is None:
+        return ProduceResult(err)
+    result = await channel.write_txn_marker(producer_id, producer_epoch, coordinator_epoch, commit, timeout_ms)
+    if result.error is ErrorCode.NONE:
+        verifier: Any = getattr(services, "verifier", None)
+        if verifier is not None:   # (its next transaction here is verified again, KIP-890)
+            verifier.forget(TopicPartition(topic, partition), producer_id)
+    if result.error is ErrorCode.NONE and topic == OFFSETS_TOPIC:
+        groups: Any = getattr(services, "groups", None)
+        if groups is not None:
+            groups.complete_txn_offsets(partition, producer_id, commit)
+    return result

@@ -14,14 +14,14 @@ Kafka 3.9's order (`KafkaApis.handleProduceRequest`, `ReplicaManager.appendRecor
 3. The replica appends the batch: it opens the producer's transaction there (producer state),
    or continues it.
 
-Step 2 is the seam: `TransactionVerifier.verify`. rafka runs no transaction coordinator yet, so
-the front end uses `NO_VERIFICATION`, which confirms every partition, as Kafka does with
-verification disabled. The coordinator's verifier replaces it. Its replica half is still to
-come too: Kafka's `VerificationGuard`, made by the log before the coordinator is asked, cleared
-by a marker of that producer, and required by the append of a transactional batch that opens a
-transaction, so that a marker landing between the answer and the append makes the append fail
-rather than open a hanging transaction. In rafka that is a data-channel op that starts a
-verification at the replica and returns its guard, and an APPEND that carries it.
+Step 2 is `TransactionVerifier.verify`: the front end uses `txn_verifier.CoordinatorVerifier`,
+which asks the transactional id's coordinator, or `NO_VERIFICATION` (every partition
+confirmed) when verification is disabled. The replica half is still to come: Kafka's
+`VerificationGuard`, made by the log before the coordinator is asked, cleared by a marker of
+that producer, and required by the append of a transactional batch that opens a transaction,
+so that a marker landing between the answer and the append makes the append fail rather than
+open a hanging transaction. In rafka that is a data-channel op that starts a verification at
+the replica and returns its guard, and an APPEND that carries it.
 """
 from __future__ import annotations
 

@@ -34,7 +34,13 @@ REPLICATED_CONFIG = {
 # own config/server.properties ships it "for development and testing"): a group test pays no
 # 3 s wait at each start of its group. The delay itself is tested by the unit tests of the
 # group coordinator.
-SESSION_CONFIG = {"max.connections.per.ip.overrides": "127.0.0.2:3", "group.initial.rebalance.delay.ms": "0"}
+# __transaction_state gets 4 partitions rather than Kafka's 50: transactional ids still land on
+# several partitions (and on every broker of three), for a fraction of the partitions to create.
+# Timed-out transactions are looked for every 500 ms rather than 10 s, so a test of their abort
+# takes a second or two.
+SESSION_CONFIG = {"max.connections.per.ip.overrides": "127.0.0.2:3", "group.initial.rebalance.delay.ms": "0",
+                  "transaction.state.log.num.partitions": "4",
+                  "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"}
 _live_clusters: list = []   # the session clusters this pytest process runs now (at most one)
 
 

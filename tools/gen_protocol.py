@@ -67,6 +67,10 @@ SUPPORTED: dict[str, tuple[int, int]] = {
     "AlterReplicaLogDirs": (0, 2),   # the full range of Kafka 3.9 (kafka-reassign-partitions.sh's log_dirs)
     "DescribeLogDirs": (0, 4),       # Kafka 3.9's range; v5 adds KIP-1066 cordoned log dirs
     "WriteTxnMarkers": (0, 1),       # Kafka 3.9's range; v2 adds KIP-1228 transaction versions
+    "AddPartitionsToTxn": (0, 4),    # v4 = brokers' batched and verify-only form (KIP-890); v5 adds TRANSACTION_ABORTABLE
+    "AddOffsetsToTxn": (0, 4),       # Kafka 3.9's range; v4 adds TRANSACTION_ABORTABLE
+    "EndTxn": (0, 4),                # Kafka 3.9's range; v5 is transactions V2 (KIP-890 part 2)
+    "TxnOffsetCommit": (0, 4),       # Kafka 3.9's range; v5 is transactions V2 (KIP-890 part 2)
 }
 
 # APIs whose version 0 Kafka 4.0 removed from the JSON although it is "the same as version 1"

@@ -68,7 +68,7 @@ class AdminService:
                 replicas = topic_assignment(spec, brokers, result)
                 if not validate_only:
                     await asyncio.to_thread(zk.create_topic, TopicAssignment(spec.name, result.topic_id, replicas),
-                                            dict(spec.configs))
+                                            dict(result.configs))
                     created.append(spec.name)
                     existing.add(spec.name)
                     state_change.info("[BrokerCoordinator broker=%d] created topic %s with %d partitions, "

@@ -16,7 +16,7 @@ from rafka.common.config import BrokerConfig
 from rafka.common.errors import (ErrorCode, InvalidPartitionsError, InvalidReplicationFactorError, InvalidTopicError,
                                  TopicAlreadyExistsError)
 from rafka.common.metadata import ClusterMetadata
-from rafka.common.types import OFFSETS_TOPIC, topic_name_problem
+from rafka.common.types import INTERNAL_TOPICS, topic_name_problem
 from rafka.coordinator.controller import assignment as assign
 from rafka.coordinator.messages import TopicResult, TopicSpec
 
@@ -36,7 +36,7 @@ def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: assign.Brokers, e
     else:
         partitions = spec.num_partitions if spec.num_partitions != -1 else config.num_partitions
         rf = spec.replication_factor if spec.replication_factor != -1 else config.default_replication_factor
-        if spec.name == OFFSETS_TOPIC:
+        if spec.name in INTERNAL_TOPICS:   # (__consumer_offsets, __transaction_state: capped at the live brokers)
             rf = max(1, min(rf, len(brokers)))
         if partitions < 1:
             raise InvalidPartitionsError("Number of partitions must be larger than 0.")
@@ -45,7 +45,11 @@ def plan_topic(config: BrokerConfig, spec: TopicSpec, brokers: assign.Brokers, e
         if rf > len(brokers):
             raise InvalidReplicationFactorError(
                 f"Replication factor: {rf} larger than available brokers: {len(brokers)}.")
-    return TopicResult(spec.name, ErrorCode.NONE, None, uuid.uuid4(), partitions, rf, dict(spec.configs))
+    configs = dict(spec.configs)
+    if spec.name in INTERNAL_TOPICS and "min.insync.replicas" in configs:
+        # transaction.state.log.min.isr (2) on a cluster too small for it: capped at the replication factor
+        configs["min.insync.replicas"] = str(min(int(configs["min.insync.replicas"]), rf))
+    return TopicResult(spec.name, ErrorCode.NONE, None, uuid.uuid4(), partitions, rf, configs)
 
 
 def topic_assignment(spec: TopicSpec, brokers: assign.Brokers, result: TopicResult) -> dict[int, tuple[int, ...]]:

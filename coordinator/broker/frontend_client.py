@@ -18,6 +18,7 @@ from rafka.common.metadata import ClusterMetadata
 from rafka.common.types import Endpoint, TopicPartition
 from rafka.coordinator.broker.control_calls import FRONTEND_CALL_TIMEOUT_S, bounded
 from rafka.coordinator.group.group_coordinator import GroupSettings
+from rafka.coordinator.transaction.transaction_coordinator import TxnSettings
 from rafka.net.frontend_actor import Frontend
 from rafka.net.socket_settings import SocketServerSettings
 
@@ -48,6 +49,7 @@ class FrontendClient:
                 auto_create_topics=config.auto_create_topics_enable,
                 producer_id_memory_ms=config.transactional_id_expiration_ms,
                 group_settings=GroupSettings.from_config(config),
+                txn_settings=TxnSettings.from_config(config),
                 socket_settings=SocketServerSettings.from_config(config),
                 offsets_topic_configs={"cleanup.policy": "compact", "compression.type": "producer",
                                        "segment.bytes": str(config.offsets_topic_segment_bytes)})

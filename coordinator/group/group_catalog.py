@@ -48,6 +48,27 @@ class GroupCatalog(GroupRebalance):
             self._schedule_expiration(group, member, now_ms, member.session_timeout_ms)
         return ErrorCode.NONE
 
+    def validate_txn_offset_commit(self, group_id: str, member_id: str, generation_id: int,
+                                   group_instance_id: str | None, now_ms: int) -> ErrorCode:
+        """TxnOffsetCommit (Kafka's doTxnCommitOffsets; KIP-447 fences zombies by the member and
+        generation a v3+ request carries): an unknown group is created Empty; a static member
+        of another member id is FENCED_INSTANCE_ID, an unknown member UNKNOWN_MEMBER_ID, another
+        generation ILLEGAL_GENERATION. Member "" and generation -1 (v0-2) skip those checks."""
+        group = self._groups.get(group_id)
+        if group is None:
+            group = self._groups[group_id] = Group(group_id, now_ms)
+        if group.state == DEAD:
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if group_instance_id is not None:
+            current = group.static_members.get(group_instance_id)
+            if current is not None and current != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+        if member_id != UNKNOWN_MEMBER_ID and member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.NONE
+
     # -- administration ---------------------------------------------------------------------
     def list_groups(self, states_filter: set[str] | None = None) -> list[tuple[str, str, str]]:
         """(group_id, protocol_type, state); the filter compares state names case-insensitively."""

@@ -36,6 +36,7 @@ from rafka.coordinator.group.group_state import GroupCoordinatorState
 from rafka.coordinator.group.offset_requests import OffsetRequests, TopicPartitionKey
 from rafka.coordinator.group.offset_store import OffsetStore
 from rafka.coordinator.group.offsets_loading import OffsetsPartitions
+from rafka.coordinator.group.txn_offsets import PendingTxnOffsets
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,19 @@ _STORE_GROUP_ERRORS = {
     ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
     ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
+}
+
+# How a failed write of TxnOffsetCommit's batch is answered (Kafka's GroupMetadataManager.storeOffsets).
+_TXN_COMMIT_ERRORS = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
 }
 
 
@@ -115,6 +129,7 @@ class GroupCoordinator:
         self._log = Prefixed(log, f"[GroupCoordinator broker={broker_id}]")
         self.state = GroupCoordinatorState(settings.group)
         self.offsets = OffsetStore()
+        self.txn_offsets = PendingTxnOffsets()
         self._pending: dict[int, asyncio.Future] = {}
         self._token_groups: dict[int, str] = {}  # pending token -> the group its request is for
         # group id -> done once its metadata write under way (and what follows from it) is over
@@ -125,7 +140,7 @@ class GroupCoordinator:
         self._ticks_writing: set[asyncio.Future] = set()   # timer ticks whose outcome is being written
         self.offsets_partitions = OffsetsPartitions(settings, storage, self.state, self.offsets, clock_ms=clock_ms,
                                                     complete=self._complete, loads_ended=self._timer_wake,
-                                                    log=self._log)
+                                                    log=self._log, txn_offsets=self.txn_offsets)
         self._offset_requests = OffsetRequests(settings, storage, self.state, self.offsets,
                                                check=self.offsets_partitions.check, clock_ms=clock_ms, log=self._log)
 
@@ -150,8 +165,11 @@ class GroupCoordinator:
 
     def set_led_partitions(self, partitions: set[int]) -> None:
         """The `__consumer_offsets` partitions this broker now leads: load new ones in the
-        background, drop the groups of ones it lost."""
+        background, drop the groups (and held transactional offsets) of ones it lost."""
+        lost = self.offsets_partitions.led() - partitions
         self.offsets_partitions.set_led_partitions(partitions)
+        for partition in lost:
+            self.txn_offsets.unload_partition(partition)
 
     def check(self, group_id: str) -> ErrorCode:
         """NONE when this broker coordinates `group_id` and has loaded it."""
@@ -330,3 +348,46 @@ class GroupCoordinator:
     async def expire_offsets(self) -> int:
         """Remove offsets past `offsets.retention.minutes` of empty groups; returns how many."""
         return await self._offset_requests.expire_offsets()
+
+    # -- transactional offsets (TxnOffsetCommit) -----------------------------------------
+    async def commit_txn_offsets(self, group_id: str, producer_id: int, producer_epoch: int, member_id: str,
+                                 generation_id: int, group_instance_id: str | None,
+                                 offsets: dict[TopicPartitionKey, CommittedOffset]) -> dict[TopicPartitionKey, ErrorCode]:
+        """TxnOffsetCommit: validate the group and member (KIP-447), write the commits as the
+        producer's transactional batch (acks=all), then hold them until the transaction's
+        marker on the group's partition (`complete_txn_offsets`)."""
+        code = self.check(group_id)
+        if code is ErrorCode.NONE:
+            code = self.state.validate_txn_offset_commit(group_id, member_id, generation_id, group_instance_id,
+                                                         self._clock_ms())
+        if code is not ErrorCode.NONE:
+            return {tp: code for tp in offsets}
+        results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, o in offsets.items()
+                   if o.metadata is not None and len(o.metadata.encode()) > self.settings.metadata_max_bytes}
+        accepted = {tp: o for tp, o in offsets.items() if tp not in results}
+        if accepted:
+            partition = self.partition_for(group_id)
+            sequence = self.txn_offsets.next_sequence(partition, producer_id, producer_epoch)
+            batch = offsets_topic.encode_offsets_batch(offsets_topic.records_for_commit(group_id, accepted),
+                                                       self._clock_ms(),
+                                                       transaction=(producer_id, producer_epoch, sequence))
+            try:
+                written = await asyncio.wait_for(self._storage.append(partition, batch),
+                                                 self.settings.commit_timeout_ms / 1000)
+            except asyncio.TimeoutError:
+                written = ErrorCode.REQUEST_TIMED_OUT
+            except Exception as e:  # noqa: BLE001 - the write failed; the producer is told
+                self._log.warning("writing transactional offsets of group %s failed: %r", group_id, e)
+                written = ErrorCode.UNKNOWN_SERVER_ERROR
+            if written is ErrorCode.NONE:
+                self.txn_offsets.written(partition, producer_id, producer_epoch, len(accepted))
+                self.txn_offsets.add(partition, producer_id, group_id, accepted)
+            mapped = ErrorCode.NONE if written is ErrorCode.NONE else _TXN_COMMIT_ERRORS.get(written, written)
+            results.update({tp: mapped for tp in accepted})
+        return results
+
+    def complete_txn_offsets(self, partition: int, producer_id: int, commit: bool) -> None:
+        """The transaction's marker is written on `__consumer_offsets`-`partition`: its held
+        offsets become committed (COMMIT) or are dropped (ABORT)."""
+        for group_id, offsets in self.txn_offsets.complete(partition, producer_id, commit).items():
+            self.offsets.commit(group_id, offsets)

@@ -21,6 +21,7 @@ from rafka.coordinator.group import offsets_topic
 from rafka.coordinator.group.group_messages import Outcome
 from rafka.coordinator.group.group_state import GroupCoordinatorState
 from rafka.coordinator.group.offset_store import OffsetStore
+from rafka.coordinator.group.txn_offsets import PendingTxnOffsets
 
 if TYPE_CHECKING:
     from rafka.coordinator.group.group_coordinator import GroupSettings, OffsetsStorage
@@ -38,7 +39,8 @@ class OffsetsPartitions:
 
     def __init__(self, settings: GroupSettings, storage: OffsetsStorage, state: GroupCoordinatorState,
                  offsets: OffsetStore, *, clock_ms: Callable[[], int], complete: Callable[[Outcome], None],
-                 loads_ended: asyncio.Event, log: logging.LoggerAdapter) -> None:
+                 loads_ended: asyncio.Event, log: logging.LoggerAdapter,
+                 txn_offsets: PendingTxnOffsets | None = None) -> None:
         self._settings = settings
         self._storage = storage
         self._state = state
@@ -46,6 +48,7 @@ class OffsetsPartitions:
         self._clock_ms = clock_ms
         self._complete = complete
         self._loads_ended = loads_ended
+        self._txn_offsets = txn_offsets
         self._log = log
         self._owned: set[int] = set()      # loaded partitions
         self._loading: dict[int, asyncio.Task] = {}
@@ -127,6 +130,8 @@ class OffsetsPartitions:
         count = 0
         open_transactions: dict = {}
         async for batch in self._storage.read(partition):
+            if self._txn_offsets is not None:
+                self._txn_offsets.seen_batches(partition, batch)
             for key, value in offsets_topic.replay(batch, open_transactions=open_transactions, on_unreadable=skip):
                 try:
                     self._offsets.apply(key, value)
@@ -139,7 +144,11 @@ class OffsetsPartitions:
             snapshot = self._offsets.group_snapshot(group_id)
             if snapshot is not None and self.partition_for(group_id) == partition:
                 self._state.load(snapshot, now)
+        held = self._txn_offsets.load(partition, open_transactions) if self._txn_offsets is not None else 0
         self._owned.add(partition)
+        if held:
+            self._log.info("%s-%d: %d offsets of open transactions held until their markers", OFFSETS_TOPIC,
+                           partition, held)
         self._log.info("loaded %s-%d: %d records (%d unreadable, skipped) in %.3f s", OFFSETS_TOPIC, partition,
                        count, skipped, time.monotonic() - started)
 

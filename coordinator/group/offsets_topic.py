@@ -84,15 +84,22 @@ def group_tombstone(group: str) -> tuple[bytes, None]:
     return group_metadata_key(group), None
 
 
-def encode_offsets_batch(pairs: Sequence[KeyValue], timestamp_ms: int) -> bytes:
+def encode_offsets_batch(pairs: Sequence[KeyValue], timestamp_ms: int, *,
+                         transaction: tuple[int, int, int] | None = None) -> bytes:
     """One v2 batch of the records, ready to append to a `__consumer_offsets` partition:
     no compression (offsets.topic.compression.codec's default), CreateTime `timestamp_ms`,
     no producer id, offsets from 0 (the leader assigns the real ones). Kafka writes every
-    commit or group update as one such batch, so it is applied all or nothing.
+    commit or group update as one such batch, so it is applied all or nothing. With
+    `transaction` (producer id, epoch, base sequence), a TxnOffsetCommit's transactional batch.
     Raises ValueError for no records."""
     if not pairs:
         raise ValueError("a __consumer_offsets batch needs at least one record")
-    return encode_batch([Record(i, timestamp_ms, key, value) for i, (key, value) in enumerate(pairs)])
+    records = [Record(i, timestamp_ms, key, value) for i, (key, value) in enumerate(pairs)]
+    if transaction is None:
+        return encode_batch(records)
+    producer_id, producer_epoch, base_sequence = transaction
+    return encode_batch(records, producer_id=producer_id, producer_epoch=producer_epoch,
+                        base_sequence=base_sequence, is_transactional=True)
 
 
 # -- records read back -------------------------------------------------------------------------
@@ -109,6 +116,7 @@ def replay(batches: bytes | bytearray | memoryview, *,
     of the same offset was written after the transaction's (Kafka keeps the later write);
     ABORT drops them. Held commits of transactions still open at the end go to
     `open_transactions` (producer id -> records) when it is given, and are otherwise dropped.
+    Given a non-empty `open_transactions` (the previous chunk's), those are carried in first.
     Control batches yield nothing. A trailing incomplete batch (a read cut at a size limit)
     is ignored. Raises CorruptRecordError for a bad batch (CRC, lengths). A record without a
     key, or a control record or transactional key it cannot read, raises OffsetsRecordError,
@@ -125,6 +133,15 @@ def replay(batches: bytes | bytearray | memoryview, *,
     mv = batches if isinstance(batches, memoryview) else memoryview(batches)
     # producer id -> offset key -> (base offset of its batch, key bytes, value bytes)
     pending: dict[int, dict[OffsetKey, tuple[int, bytes, bytes]]] = {}
+    if open_transactions:
+        # Transactions still open at the end of the previous read of the same log (a load reads
+        # it in chunks): carried on, so that a marker in this chunk ends them.
+        for pid, pairs in open_transactions.items():
+            for key, value in pairs:
+                k = _offset_key_or_none(key)
+                if k is not None:
+                    pending.setdefault(pid, {})[k] = (-1, key, value)
+        open_transactions.clear()
     # offset key -> base offset of the batch of its latest non-transactional commit
     last_plain: dict[OffsetKey, int] = {}
     for header in list(iter_batches(mv)):

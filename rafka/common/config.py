@@ -225,6 +225,25 @@ BROKER_KEYS: tuple[ConfigKey, ...] = (
               "How often partitions look for expired producer ids.", minimum=1),
     ConfigKey("transactional.id.expiration.ms", int, 604_800_000,
               "Idle time after which a producer id's epoch is no longer remembered for bumping.", minimum=1),
+    ConfigKey("transaction.state.log.num.partitions", int, 50,
+              "Partitions of __transaction_state (each partition replica here is a process of its own "
+              "once written; new ones rest).", minimum=1),
+    ConfigKey("transaction.state.log.replication.factor", int, 3,
+              "Replication factor of __transaction_state, capped by the live brokers.", minimum=1),
+    ConfigKey("transaction.state.log.min.isr", int, 2,
+              "min.insync.replicas of __transaction_state (capped by its replication factor).", minimum=1),
+    ConfigKey("transaction.state.log.segment.bytes", int, 104_857_600,
+              "Segment size of __transaction_state.", minimum=1),
+    ConfigKey("transaction.max.timeout.ms", int, 900_000,
+              "The largest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above).",
+              minimum=1),
+    ConfigKey("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10_000,
+              "How often the transaction coordinator aborts transactions open past their timeout.", minimum=1),
+    ConfigKey("transaction.remove.expired.transaction.cleanup.interval.ms", int, 3_600_000,
+              "How often the transaction coordinator removes expired transactional ids.", minimum=1),
+    ConfigKey("transaction.partition.verification.enable", _parse_bool, True,
+              "A partition leader asks the transaction coordinator whether a transactional produce's "
+              "partition is in its transaction before appending it (KIP-890)."),
     ConfigKey("offsets.topic.num.partitions", int, 8,
               "Partitions of __consumer_offsets (Kafka: 50; each partition replica here is a process of its own).",
               minimum=1),
@@ -416,6 +435,16 @@ class BrokerConfig:
     producer_id_expiration_ms: int = _default("producer.id.expiration.ms")
     producer_id_expiration_check_interval_ms: int = _default("producer.id.expiration.check.interval.ms")
     transactional_id_expiration_ms: int = _default("transactional.id.expiration.ms")
+    transaction_state_log_num_partitions: int = _default("transaction.state.log.num.partitions")
+    transaction_state_log_replication_factor: int = _default("transaction.state.log.replication.factor")
+    transaction_state_log_min_isr: int = _default("transaction.state.log.min.isr")
+    transaction_state_log_segment_bytes: int = _default("transaction.state.log.segment.bytes")
+    transaction_max_timeout_ms: int = _default("transaction.max.timeout.ms")
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = _default(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms")
+    transaction_remove_expired_transaction_cleanup_interval_ms: int = _default(
+        "transaction.remove.expired.transaction.cleanup.interval.ms")
+    transaction_partition_verification_enable: bool = _default("transaction.partition.verification.enable")
     offsets_topic_num_partitions: int = _default("offsets.topic.num.partitions")
     offsets_topic_replication_factor: int = _default("offsets.topic.replication.factor")
     offsets_topic_segment_bytes: int = _default("offsets.topic.segment.bytes")

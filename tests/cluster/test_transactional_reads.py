@@ -1,11 +1,12 @@
 """A transaction through the real data path of a running broker, read back by a real client.
 
-No transaction coordinator runs yet, so the test plays its part with rafka's own protocol
-encoders: a transactional Produce (the batch a producer of transactional id `cluster-txn`
-sends), then the WriteTxnMarkers request a coordinator sends to the partition's leader. A
-confluent-kafka consumer with `isolation.level=read_committed` must stop at the open
-transaction, then see none of the aborted records and all of the committed ones; a
-read_uncommitted consumer sees every record.
+The test plays most of the transaction coordinator's part with rafka's own protocol encoders:
+the producers get their ids and add the partition through the real coordinator (so that the
+leader's KIP-890 check lets their batches in), then a transactional Produce, then the
+WriteTxnMarkers request a coordinator sends to the partition's leader. A confluent-kafka
+consumer with `isolation.level=read_committed` must stop at the open transaction, then see
+none of the aborted records and all of the committed ones; a read_uncommitted consumer sees
+every record.
 """
 from __future__ import annotations
 
@@ -20,7 +21,29 @@ from rafka.partition_worker.record_batch import Record, encode_batch
 from tests.waiting import wait_until
 
 TOPIC = "txn-reads"
-ABORTED_PID, COMMITTED_PID = 2**40, 2**40 + 1   # far above the ids the broker hands idempotent producers
+FIND_COORDINATOR, INIT_PRODUCER_ID, ADD_PARTITIONS_TO_TXN = 10, 22, 24
+RETRIABLE = (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR,
+             ErrorCode.CONCURRENT_TRANSACTIONS)
+
+
+def _answered(request) -> dict:  # noqa: ANN001 - a callable that sends one request
+    return wait_until(lambda: (lambda b: b if b["error_code"] not in RETRIABLE else None)(request()),
+                      timeout_s=30, message="a coordinator's answer")
+
+
+def transactional_producer(bootstrap: str, txn_id: str) -> int:
+    """The producer id its coordinator gives `txn_id` (epoch 0), with the partition added."""
+    with KafkaConnection.to(bootstrap) as connection:
+        found = _answered(lambda: connection.request(FIND_COORDINATOR, 3, {"key": txn_id, "key_type": 1}))
+    with KafkaConnection.to(f"{found['host']}:{found['port']}") as coordinator:
+        init = _answered(lambda: coordinator.request(INIT_PRODUCER_ID, 4, {
+            "transactional_id": txn_id, "transaction_timeout_ms": 600_000, "producer_id": -1, "producer_epoch": -1}))
+        assert init["error_code"] == 0 and init["producer_epoch"] == 0, init
+        added = coordinator.request(ADD_PARTITIONS_TO_TXN, 3, {
+            "v3_and_below_transactional_id": txn_id, "v3_and_below_producer_id": init["producer_id"],
+            "v3_and_below_producer_epoch": 0, "v3_and_below_topics": [{"name": TOPIC, "partitions": [0]}]})
+        assert added["results_by_topic_v3_and_below"][0]["results_by_partition"][0]["partition_error_code"] == 0
+    return init["producer_id"]
 
 
 def records(values: list[bytes], producer_id: int = -1, transactional: bool = False) -> bytes:
@@ -70,20 +93,22 @@ def read_all(bootstrap: str, isolation: str, expected: int) -> list[bytes]:
 def test_read_committed_skips_an_aborted_transaction_and_reads_a_committed_one(bootstrap):
     admin = AdminClient({"bootstrap.servers": bootstrap})   # (held: a client collected mid-call fails the call)
     admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(60)
+    aborted_pid = transactional_producer(bootstrap, "cluster-txn")
+    committed_pid = transactional_producer(bootstrap, "cluster-txn-2")
     with KafkaConnection.to(bootstrap) as connection:
         wait_until(lambda: produce(connection, records([b"before"]), None) is ErrorCode.NONE, timeout_s=60,
                    message="the partition's leader takes writes")                             # 0
-        aborted = records([b"aborted-1", b"aborted-2"], ABORTED_PID, transactional=True)
+        aborted = records([b"aborted-1", b"aborted-2"], aborted_pid, transactional=True)
         assert produce(connection, aborted, None) is ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
         assert produce(connection, aborted, "cluster-txn") is ErrorCode.NONE                 # 1-2, open
         assert produce(connection, records([b"after"]), None) is ErrorCode.NONE              # 3
         assert last_stable_offset(connection) == 1                                           # held by the open one
         assert read_all(bootstrap, "read_committed", 1) == [b"before"]
-        assert write_marker(connection, ABORTED_PID, commit=False) is ErrorCode.NONE         # 4
-        assert write_marker(connection, ABORTED_PID, commit=False) is ErrorCode.NONE         # a retry: 5
-        committed = records([b"committed-1", b"committed-2"], COMMITTED_PID, transactional=True)
+        assert write_marker(connection, aborted_pid, commit=False) is ErrorCode.NONE         # 4
+        assert write_marker(connection, aborted_pid, commit=False) is ErrorCode.NONE         # a retry: 5
+        committed = records([b"committed-1", b"committed-2"], committed_pid, transactional=True)
         assert produce(connection, committed, "cluster-txn-2") is ErrorCode.NONE             # 6-7
-        assert write_marker(connection, COMMITTED_PID, commit=True) is ErrorCode.NONE        # 8
+        assert write_marker(connection, committed_pid, commit=True) is ErrorCode.NONE        # 8
         assert last_stable_offset(connection) == 9
     assert read_all(bootstrap, "read_committed", 4) == [b"before", b"after", b"committed-1", b"committed-2"]
     assert read_all(bootstrap, "read_uncommitted", 6) == [

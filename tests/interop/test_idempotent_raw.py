@@ -76,10 +76,19 @@ def test_kip_360_bump_of_the_current_epoch_and_fresh_id_for_unknown_ones(conn):
     assert unknown["producer_id"] != 10**15 and unknown["producer_epoch"] == 0
 
 
-def test_transactional_id_is_refused_until_transactions_exist(conn):
-    body = init_producer_id(conn, transactional_id="tx-1")
-    assert body["error_code"] == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    assert body["producer_id"] == -1
+def test_a_transactional_id_gets_its_producer_id_from_its_coordinator(conn):
+    """Its coordinator (FindCoordinator key type 1; one broker here) gives it an id; the
+    retriable answers while `__transaction_state` is created and loaded come first."""
+    from tests.waiting import wait_until
+
+    found = wait_until(lambda: (lambda b: b if b["error_code"] == 0 else None)(
+        conn.request(10, 3, {"key": "tx-1", "key_type": 1})), timeout_s=30, message="the coordinator found")
+    assert found["node_id"] == 0
+    body = wait_until(lambda: (lambda b: b if b["error_code"] not in (
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_COORDINATOR, ErrorCode.CONCURRENT_TRANSACTIONS)
+        else None)(init_producer_id(conn, transactional_id="tx-1")), timeout_s=30, message="an answer")
+    assert body["error_code"] == ErrorCode.NONE and body["producer_id"] >= 0
+    assert init_producer_id(conn, transactional_id="")["error_code"] == ErrorCode.INVALID_REQUEST
 
 
 def test_request_resent_byte_for_byte_gets_the_first_offset_and_one_copy(conn, topic):

@@ -101,3 +101,17 @@ def test_some_brokers_without_a_rack_refuse_the_topic_as_kafka():
 def test_the_replication_factor_is_checked_against_brokers_with_racks_too():
     with pytest.raises(InvalidReplicationFactorError, match="larger than available brokers: 2"):
         plan_topic(CONFIG, TopicSpec("t", replication_factor=3), {0: "a", 1: "b"}, set())
+
+
+@pytest.mark.parametrize("brokers, rf, min_isr", [([0], 1, "1"), ([0, 1], 2, "2"), ([0, 1, 2, 3], 3, "2")],
+                         ids=["one-broker", "two-brokers", "four-brokers"])
+def test_the_transaction_state_topic_caps_its_replication_factor_and_min_isr(brokers, rf, min_isr):
+    from rafka.coordinator.transaction.transaction_coordinator import TxnSettings
+
+    settings = TxnSettings()
+    spec = TopicSpec("__transaction_state", settings.partitions, settings.replication_factor,
+                     configs=settings.topic_configs())
+    result = plan_topic(CONFIG, spec, brokers, set())
+    assert (result.num_partitions, result.replication_factor) == (50, rf)
+    assert result.configs["min.insync.replicas"] == min_isr
+    assert result.configs["cleanup.policy"] == "compact"
