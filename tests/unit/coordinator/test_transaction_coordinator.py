@@ -7,6 +7,8 @@ resuming the markers from the log, and timed-out transactions fenced and aborted
 from __future__ import annotations
 
 import asyncio
+import time
+from typing import Callable
 
 from rafka.common.errors import ErrorCode
 from rafka.common.types import TopicPartition
@@ -88,12 +90,21 @@ def new_coordinator(storage: MemoryStorage, clock: Clock, epoch: int = 0) -> Tra
     return coordinator
 
 
-async def until(condition, what: str) -> None:
-    for _ in range(500):
-        if condition():
-            return
+async def until(condition, what: str, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout_s} s")
         await asyncio.sleep(0.002)
-    raise AssertionError(f"{what} did not happen")
+
+
+def settled_in(coordinator: TransactionCoordinator, state: TransactionState) -> Callable[[], bool]:
+    """Whether the coordinator holds TXN in `state` with nothing pending: its own view, which
+    follows the write of that state to the log (a request in between gets CONCURRENT_TRANSACTIONS)."""
+    def check() -> bool:
+        meta = dict(coordinator.transactions()).get(TXN)
+        return meta is not None and meta.state is state and meta.pending_state is None
+    return check
 
 
 async def loaded(storage: MemoryStorage, clock: Clock, epoch: int = 0) -> TransactionCoordinator:
@@ -153,7 +164,7 @@ def test_a_commit_is_answered_after_prepare_then_markers_go_to_every_partition_t
         assert await coordinator.add_partitions(TXN, pid, epoch, [T0]) is ErrorCode.CONCURRENT_TRANSACTIONS
         assert await coordinator.end_transaction(TXN, pid, epoch, True) is ErrorCode.CONCURRENT_TRANSACTIONS
         storage.marker_gate.set()
-        await until(lambda: storage.states()[-1] is TransactionState.COMPLETE_COMMIT, "the completion")
+        await until(settled_in(coordinator, TransactionState.COMPLETE_COMMIT), "the completion")
         assert sorted(m[4] for m in storage.markers) == [T0, T1, T2]
         assert {m[:4] for m in storage.markers} == {(pid, epoch, 7, True)}
         assert await coordinator.end_transaction(TXN, pid, epoch, True) is ErrorCode.NONE   # a retry
@@ -169,7 +180,7 @@ def test_markers_are_retried_until_written_and_stop_at_a_newer_epoch():
         await coordinator.add_partitions(TXN, pid, epoch, [T0, T1])
         storage.marker_errors = [{T0: ErrorCode.NOT_LEADER_OR_FOLLOWER}, {T0: ErrorCode.REQUEST_TIMED_OUT}]
         assert await coordinator.end_transaction(TXN, pid, epoch, False) is ErrorCode.NONE
-        await until(lambda: storage.states()[-1] is TransactionState.COMPLETE_ABORT, "the completion")
+        await until(settled_in(coordinator, TransactionState.COMPLETE_ABORT), "the completion")
         assert sorted(m[4] for m in storage.markers) == [T0, T1]
     asyncio.run(scenario())
     assert remaining_after(frozenset({T0, T1, T2}), {T0: ErrorCode.NONE, T1: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}) \
@@ -186,7 +197,8 @@ def test_a_new_producer_instance_fences_the_old_one_and_its_open_transaction_is_
         await coordinator.add_partitions(TXN, pid, epoch, [T0])
         code, _, _ = await coordinator.init_producer_id(TXN, 10_000, None)
         assert code is ErrorCode.CONCURRENT_TRANSACTIONS   # the old transaction is being aborted
-        await until(lambda: storage.states()[-1] is TransactionState.COMPLETE_ABORT, "the abort")
+        await until(settled_in(coordinator, TransactionState.COMPLETE_ABORT), "the abort")
+        assert storage.states()[-1] is TransactionState.COMPLETE_ABORT
         assert storage.markers == [(pid, epoch + 1, 0, False, T0)]   # written with the fencing epoch
         assert await coordinator.init_producer_id(TXN, 10_000, None) == (ErrorCode.NONE, pid, epoch + 2)
         assert await coordinator.add_partitions(TXN, pid, epoch, [T0]) is ErrorCode.PRODUCER_FENCED
@@ -207,7 +219,8 @@ def test_a_coordinator_taking_over_between_prepare_and_complete_sends_the_marker
         assert storage.states()[-1] is TransactionState.PREPARE_COMMIT
         storage.marker_gate = None
         second = await loaded(storage, clock, epoch=2)
-        await until(lambda: storage.states()[-1] is TransactionState.COMPLETE_COMMIT, "the resumed completion")
+        await until(settled_in(second, TransactionState.COMPLETE_COMMIT), "the resumed completion")
+        assert storage.states()[-1] is TransactionState.COMPLETE_COMMIT
         assert sorted(m[4] for m in storage.markers) == [T0, T1]
         assert {m[2] for m in storage.markers} == {2}           # under the new coordinator epoch
         assert await second.init_producer_id(TXN, 10_000, None) == (ErrorCode.NONE, pid, epoch + 1)
@@ -223,7 +236,7 @@ def test_a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
         assert await coordinator.abort_timed_out() == 0
         clock.now += 10_001
         assert await coordinator.abort_timed_out() == 1
-        await until(lambda: storage.states()[-1] is TransactionState.COMPLETE_ABORT, "the abort")
+        await until(settled_in(coordinator, TransactionState.COMPLETE_ABORT), "the abort")
         assert storage.markers == [(pid, epoch + 1, 0, False, T0)]
         assert await coordinator.end_transaction(TXN, pid, epoch, True) is ErrorCode.PRODUCER_FENCED
     asyncio.run(scenario())
