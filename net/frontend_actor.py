@@ -27,7 +27,7 @@ from rafka.net.data_plane import ReplicaChannel
 from rafka.net.dormant_channel import DormantChannel
 from rafka.partition_worker.closed_log import ClosedLog
 from rafka.net.replica_fetcher import ReplicaFetcherManager
-from rafka.partition_worker.segment_reader import next_offset_after, read_region
+from rafka.net.internal_log_read import read_to_log_end
 from rafka.net.handlers import RequestDispatcher
 from rafka.common.metadata import ClusterMetadata
 from rafka.net.routing import STARTING_WAIT_MS
@@ -434,17 +434,5 @@ class Frontend:
         channel = await self._offsets_channel(partition, None)
         if channel is None:
             raise RuntimeError(f"{OFFSETS_TOPIC}-{partition} is not led here")
-        offset = 0
-        while True:
-            result = await channel.read_log_end(offset, 1 << 20)
-            if result.error is ErrorCode.OFFSET_OUT_OF_RANGE and offset < result.log_start_offset:
-                offset = result.log_start_offset
-                continue
-            if result.error is not ErrorCode.NONE:
-                raise RuntimeError(f"reading {OFFSETS_TOPIC}-{partition} at {offset}: {result.error.name}")
-            if not result.regions:
-                return
-            for region in result.regions:
-                data = read_region(region.path, region.position, region.length, region.inode)
-                offset = next_offset_after(data, offset)
-                yield data
+        async for data in read_to_log_end(channel, f"{OFFSETS_TOPIC}-{partition}"):
+            yield data

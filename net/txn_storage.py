@@ -16,7 +16,7 @@ from rafka.coordinator.transaction.transaction_log import TRANSACTION_STATE_TOPI
 from rafka.net.broker_requests import BrokerRequests, BrokerUnreachable
 from rafka.net.routing import STARTING_WAIT_MS
 from rafka.net.txn_marker_handlers import WRITE_TXN_MARKERS, write_marker
-from rafka.partition_worker.segment_reader import next_offset_after, read_region
+from rafka.net.internal_log_read import read_to_log_end
 
 log = logging.getLogger(__name__)
 
@@ -52,20 +52,8 @@ class TxnStorage:
         channel = await self._channel(partition, None)
         if channel is None:
             raise RuntimeError(f"{TRANSACTION_STATE_TOPIC}-{partition} is not led here")
-        offset = 0
-        while True:
-            result = await channel.read_log_end(offset, 1 << 20)
-            if result.error is ErrorCode.OFFSET_OUT_OF_RANGE and offset < result.log_start_offset:
-                offset = result.log_start_offset
-                continue
-            if result.error is not ErrorCode.NONE:
-                raise RuntimeError(f"reading {TRANSACTION_STATE_TOPIC}-{partition} at {offset}: {result.error.name}")
-            if not result.regions:
-                return
-            for region in result.regions:
-                data = read_region(region.path, region.position, region.length, region.inode)
-                offset = next_offset_after(data, offset)
-                yield data
+        async for data in read_to_log_end(channel, f"{TRANSACTION_STATE_TOPIC}-{partition}"):
+            yield data
 
     async def write_markers(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, commit: bool,
                             partitions: frozenset[TopicPartition], timeout_ms: int) -> dict[TopicPartition, ErrorCode]:
