@@ -33,7 +33,8 @@ from rafka.coordinator.group.group_messages import (
 )
 from rafka.coordinator.group.group_metadata import GroupConfig
 from rafka.coordinator.group.group_state import GroupCoordinatorState
-from rafka.coordinator.group.offset_requests import OffsetRequests, TopicPartitionKey
+from rafka.coordinator.group.offset_requests import (COMMIT_APPEND_ERRORS, OffsetRequests, TopicPartitionKey,
+                                                     oversized_metadata)
 from rafka.coordinator.group.offset_store import OffsetStore
 from rafka.coordinator.group.offsets_loading import OffsetsPartitions
 from rafka.coordinator.group.txn_offsets import PendingTxnOffsets
@@ -52,19 +53,6 @@ _STORE_GROUP_ERRORS = {
     ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
     ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.UNKNOWN_SERVER_ERROR,
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.UNKNOWN_SERVER_ERROR,
-}
-
-# How a failed write of TxnOffsetCommit's batch is answered (Kafka's GroupMetadataManager.storeOffsets).
-_TXN_COMMIT_ERRORS = {
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
-    ErrorCode.NOT_LEADER_OR_FOLLOWER: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.KAFKA_STORAGE_ERROR: ErrorCode.NOT_COORDINATOR,
-    ErrorCode.MESSAGE_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.RECORD_LIST_TOO_LARGE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
-    ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
 }
 
 
@@ -362,8 +350,7 @@ class GroupCoordinator:
                                                          self._clock_ms())
         if code is not ErrorCode.NONE:
             return {tp: code for tp in offsets}
-        results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, o in offsets.items()
-                   if o.metadata is not None and len(o.metadata.encode()) > self.settings.metadata_max_bytes}
+        results = oversized_metadata(offsets, self.settings.metadata_max_bytes)
         accepted = {tp: o for tp, o in offsets.items() if tp not in results}
         if accepted:
             partition = self.partition_for(group_id)
@@ -382,7 +369,7 @@ class GroupCoordinator:
             if written is ErrorCode.NONE:
                 self.txn_offsets.written(partition, producer_id, producer_epoch, len(accepted))
                 self.txn_offsets.add(partition, producer_id, group_id, accepted)
-            mapped = ErrorCode.NONE if written is ErrorCode.NONE else _TXN_COMMIT_ERRORS.get(written, written)
+            mapped = ErrorCode.NONE if written is ErrorCode.NONE else COMMIT_APPEND_ERRORS.get(written, written)
             results.update({tp: mapped for tp in accepted})
         return results
 

@@ -27,7 +27,7 @@ TopicPartitionKey = tuple[str, int]
 
 # How an error of the append to __consumer_offsets is reported to a committing client
 # (Kafka's GroupMetadataManager.storeOffsets / storeGroup).
-_APPEND_ERRORS = {
+COMMIT_APPEND_ERRORS = {
     ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
     ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: ErrorCode.COORDINATOR_NOT_AVAILABLE,
@@ -39,6 +39,13 @@ _APPEND_ERRORS = {
     ErrorCode.INVALID_FETCH_SIZE: ErrorCode.INVALID_COMMIT_OFFSET_SIZE,
 }
 
+
+
+def oversized_metadata(offsets: dict[TopicPartitionKey, CommittedOffset], max_bytes: int
+                       ) -> dict[TopicPartitionKey, ErrorCode]:
+    """OFFSET_METADATA_TOO_LARGE for each commit whose metadata is over `offset.metadata.max.bytes`."""
+    return {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, o in offsets.items()
+            if o.metadata is not None and len(o.metadata.encode()) > max_bytes}
 
 class OffsetRequests:
     """Committed offsets as clients ask for them: `check(group_id)` says whether the group is
@@ -69,8 +76,7 @@ class OffsetRequests:
                                                       self._clock_ms())
         if code is not ErrorCode.NONE:
             return {tp: code for tp in offsets}
-        results = {tp: ErrorCode.OFFSET_METADATA_TOO_LARGE for tp, o in offsets.items()
-                   if o.metadata is not None and len(o.metadata.encode()) > self._settings.metadata_max_bytes}
+        results = oversized_metadata(offsets, self._settings.metadata_max_bytes)
         accepted = {tp: o for tp, o in offsets.items() if tp not in results}
         if accepted:
             batch = offsets_topic.encode_offsets_batch(offsets_topic.records_for_commit(group_id, accepted),
@@ -85,7 +91,7 @@ class OffsetRequests:
                 written = ErrorCode.UNKNOWN_SERVER_ERROR
             if written is ErrorCode.NONE:
                 self._offsets.commit(group_id, accepted)
-            mapped = _APPEND_ERRORS.get(written, ErrorCode.UNKNOWN_SERVER_ERROR) \
+            mapped = COMMIT_APPEND_ERRORS.get(written, ErrorCode.UNKNOWN_SERVER_ERROR) \
                 if written is not ErrorCode.NONE else ErrorCode.NONE
             results.update({tp: mapped for tp in accepted})
         return results
@@ -137,7 +143,7 @@ class OffsetRequests:
                                              offsets_topic.encode_offsets_batch(pairs, self._clock_ms()))
         if written is ErrorCode.NONE:
             return ErrorCode.NONE
-        return _APPEND_ERRORS.get(written, ErrorCode.UNKNOWN_SERVER_ERROR)
+        return COMMIT_APPEND_ERRORS.get(written, ErrorCode.UNKNOWN_SERVER_ERROR)
 
     async def expiry_loop(self) -> None:
         while True:
